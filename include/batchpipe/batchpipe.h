@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* batchpipe/batchpipe.h - the whole public API. */
+#ifndef BATCHPIPE_BATCHPIPE_H
+#define BATCHPIPE_BATCHPIPE_H
+
+#include <batchpipe/error.h>
+#include <batchpipe/wait.h>
+#include <batchpipe/ring.h>
+
+#endif /* BATCHPIPE_BATCHPIPE_H */

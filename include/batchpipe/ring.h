@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batchpipe/ring.h - bounded lock-free ring of pointer-sized items that moves
+ * items in batches.
+ *
+ * ITEMS. An item is a `void *` whose lowest bit is 0: any pointer to an object
+ * aligned to 2 bytes or more (every malloc'd or struct pointer), NULL, or an
+ * integer shifted left by one. The ring uses that bit to tell an item of the
+ * current lap from a stale one, which is what lets consumers find ready items
+ * without reading the producers' index. Enqueueing an item with bit 0 set is
+ * refused with -EINVAL and nothing is enqueued.
+ *
+ * MODES. Each side is single (BP_RING_SP / BP_RING_SC: exactly one thread at a
+ * time uses that side) or multi (the default). The multi modes are
+ * preemption-tolerant: no thread ever waits for another one to finish its
+ * step, so a thread descheduled in the middle of an operation does not stall
+ * the others on its side. See src/ring.c for the design.
+ *
+ * BATCHES. Every operation moves a batch with one reservation and one
+ * publication per side:
+ *   *_bulk   all n items or none;
+ *   *_burst  as many as possible, up to n.
+ * They return the number of items moved (>= 0) or a negative errno.
+ *
+ * END OF STREAM. bp_ring_close() stops intake: enqueues fail with -EPIPE;
+ * dequeues take what is left and then return -EPIPE ("end of stream"), which
+ * is distinct from 0 ("empty for now"). In single-producer mode close is a
+ * producer-side operation: call it from the producer thread (or once no
+ * enqueue can be running).
+ *
+ * All functions that take a struct bp_ring * require a valid ring; those that
+ * validate arguments say so. Error codes are negative errno values;
+ * bp_strerror() turns them into text.
+ */
+#ifndef BATCHPIPE_RING_H
+#define BATCHPIPE_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchpipe/wait.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+struct bp_ring;
+
+/* Creation flags. */
+#define BP_RING_SP 0x1u /* single producer */
+#define BP_RING_SC 0x2u /* single consumer */
+#define BP_RING_HWM                                                            \
+	0x4u /* track the high-water mark (a little cost per enqueue) */
+
+/* Largest capacity accepted: 2^31 slots. */
+#define BP_RING_MAX_CAPACITY (1u << 31)
+
+/*
+ * Create a ring with room for at least `capacity` items; a capacity that is
+ * not a power of two is rounded up to the next one (bp_ring_capacity() tells
+ * the real one). Memory is cache-line aligned.
+ * Returns 0 and sets *ringp, or -EINVAL (ringp NULL, capacity 0 or above
+ * BP_RING_MAX_CAPACITY, unknown flag), -ENOMEM.
+ */
+int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp);
+
+/* Free a ring; NULL is accepted. No thread may be using it. */
+void bp_ring_destroy(struct bp_ring *r);
+
+/* The real capacity (a power of two) and the creation flags. */
+unsigned bp_ring_capacity(const struct bp_ring *r);
+unsigned bp_ring_flags(const struct bp_ring *r);
+
+/*
+ * Non-blocking operations. `items` may be NULL only when n is 0.
+ * enqueue: returns the count enqueued (bulk: n or 0), -EPIPE if closed,
+ *          -EINVAL if an item has bit 0 set. *free_space (if not NULL) gets
+ *          the free room left after the operation, as seen by this thread.
+ * dequeue: returns the count dequeued (bulk: n or 0), or -EPIPE at end of
+ *          stream (closed and empty; for bulk: closed and fewer than n left,
+ *          the rest can still be taken with a burst). *available (if not
+ *          NULL) gets the number of items left after it, as seen by
+ *          this thread (a snapshot).
+ */
+int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
+			 unsigned *free_space);
+int bp_ring_enqueue_burst(struct bp_ring *r, void *const *items, unsigned n,
+			  unsigned *free_space);
+int bp_ring_dequeue_bulk(struct bp_ring *r, void **items, unsigned n,
+			 unsigned *available);
+int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
+			  unsigned *available);
+
+/*
+ * Blocking operations: like the above, but when nothing can be moved they
+ * wait, following the ring's wait policy, until something can (burst: at
+ * least one item; bulk: all n), the ring is closed, or `timeout_ns` passes
+ * (timeout_ns < 0: wait forever; 0: do not wait).
+ * Extra returns: -ETIMEDOUT, -EINTR (a signal interrupted a sleep),
+ * -EINVAL (n greater than the capacity for a bulk operation: it could never
+ * succeed).
+ */
+int bp_ring_enqueue_bulk_wait(struct bp_ring *r, void *const *items, unsigned n,
+			      int64_t timeout_ns);
+int bp_ring_enqueue_burst_wait(struct bp_ring *r, void *const *items,
+			       unsigned n, int64_t timeout_ns);
+int bp_ring_dequeue_bulk_wait(struct bp_ring *r, void **items, unsigned n,
+			      int64_t timeout_ns);
+int bp_ring_dequeue_burst_wait(struct bp_ring *r, void **items, unsigned n,
+			       int64_t timeout_ns);
+
+/*
+ * How blocked callers wait (default: spin-then-sleep). May be changed at any
+ * time; threads already waiting finish their current wait the old way.
+ * Returns 0 or -EINVAL.
+ */
+int bp_ring_set_wait_policy(struct bp_ring *r, const struct bp_wait_policy *p);
+
+/*
+ * Close the ring: later enqueues fail with -EPIPE, every waiter is woken.
+ * Idempotent. Returns 0.
+ */
+int bp_ring_close(struct bp_ring *r);
+int bp_ring_is_closed(const struct bp_ring *r);
+
+/*
+ * Occupancy. bp_ring_count() is exact when the ring is quiet and a snapshot
+ * otherwise. bp_ring_high_water() returns the largest count observed after
+ * an enqueue, or -EOPNOTSUPP if the ring was created without BP_RING_HWM.
+ */
+unsigned bp_ring_count(const struct bp_ring *r);
+unsigned bp_ring_free_count(const struct bp_ring *r);
+long bp_ring_high_water(const struct bp_ring *r);
+
+/*
+ * ZERO-COPY. Reserve slots, fill or read them in place, then finish.
+ *
+ * Producer side (any mode): *_zc_*_start reserves k slots (returned; bulk: n
+ * or 0) and describes them in *zc. Store each of the k items with
+ * bp_ring_zc_put() - each becomes visible to consumers as soon as it is put,
+ * in ring order - then call bp_ring_enqueue_zc_finish(). Every reserved slot
+ * must be put: other producers may already hold slots after them.
+ *
+ * Consumer side (single-consumer rings only; -EOPNOTSUPP otherwise):
+ * *_zc_*_start finds k ready items (bulk: n or 0), read them with
+ * bp_ring_zc_get(), then bp_ring_dequeue_zc_finish(r, zc, m) releases the
+ * first m <= k of them; the others stay at the head of the ring.
+ *
+ * Returns: start as the non-blocking operations (-EPIPE, count);
+ * finish: 0, or -EINVAL (m > k, or an enqueue reservation not fully put).
+ */
+struct bp_ring_zc {
+	uintptr_t *slot[2]; /* the reserved slots: slot[0][0..n[0]), then
+			       slot[1][0..n[1]) */
+	unsigned n[2];
+	uintptr_t lap[2]; /* lap tag of each part */
+	unsigned count;	  /* n[0] + n[1] */
+	unsigned put;	  /* enqueue side: number of items put so far */
+	uint64_t pos;	  /* internal: position of the first slot */
+};
+
+int bp_ring_enqueue_zc_bulk_start(struct bp_ring *r, unsigned n,
+				  struct bp_ring_zc *zc);
+int bp_ring_enqueue_zc_burst_start(struct bp_ring *r, unsigned n,
+				   struct bp_ring_zc *zc);
+int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc);
+int bp_ring_dequeue_zc_bulk_start(struct bp_ring *r, unsigned n,
+				  struct bp_ring_zc *zc);
+int bp_ring_dequeue_zc_burst_start(struct bp_ring *r, unsigned n,
+				   struct bp_ring_zc *zc);
+int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
+			      unsigned m);
+
+/* Item i (0 <= i < zc->count) of a dequeue reservation. */
+static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
+{
+	uintptr_t v = i < zc->n[0] ? zc->slot[0][i] : zc->slot[1][i - zc->n[0]];
+
+	return (void *)(v & ~(uintptr_t)1);
+}
+
+/*
+ * Store the next item of an enqueue reservation (items are put in order).
+ * Returns 0, -EINVAL if the item has bit 0 set (nothing stored: put a valid
+ * item instead) or -ERANGE if all reserved slots are already put.
+ */
+int bp_ring_zc_put(struct bp_ring_zc *zc, void *item);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATCHPIPE_RING_H */

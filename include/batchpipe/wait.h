@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batchpipe/wait.h - how an idle thread waits, and an eventcount to sleep on.
+ *
+ * A thread that finds nothing to do (an empty ring for a consumer, a full one
+ * for a producer) chooses one of three strategies:
+ *
+ *   BP_WAIT_BUSY_POLL   spin with a CPU pause, yielding the CPU now and then;
+ *                       never sleeps. Lowest latency, one core per waiter.
+ *   BP_WAIT_SPIN_SLEEP  spin for a short while, yield a few times, then sleep
+ *                       on a futex until woken (the default). Idle costs ~0 %.
+ *   BP_WAIT_SLEEP       sleep on the futex at once.
+ *
+ * The eventcount (struct bp_waitq) makes the wake side cheap: a waker reads
+ * one counter and makes a system call only when somebody sleeps. The sleeper
+ * pays for the ordering instead (a process-wide membarrier(2) before it
+ * sleeps), so a waker needs no fence on its fast path. Where membarrier is
+ * unavailable the waker falls back to a full fence.
+ */
+#ifndef BATCHPIPE_WAIT_H
+#define BATCHPIPE_WAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+enum bp_wait_strategy {
+	BP_WAIT_SPIN_SLEEP = 0, /* default: spin, yield, then futex sleep */
+	BP_WAIT_BUSY_POLL = 1,	/* spin and yield, never sleep */
+	BP_WAIT_SLEEP = 2,	/* futex sleep at once */
+};
+
+/* Tuning of a wait; bp_wait_policy_init() fills the defaults. */
+struct bp_wait_policy {
+	enum bp_wait_strategy strategy;
+	uint32_t spin_ns; /* SPIN_SLEEP: how long to spin before yielding
+			     (default 20000) */
+	uint32_t yields;  /* SPIN_SLEEP: sched_yield() calls before sleeping
+			     (default 8) */
+};
+
+/* Fill *p with the default policy (spin-then-sleep). */
+void bp_wait_policy_init(struct bp_wait_policy *p);
+
+/* Returns 0, or -EINVAL for an unknown strategy. */
+int bp_wait_policy_check(const struct bp_wait_policy *p);
+
+/* Eventcount over a futex. Zero-initialised memory is a valid, empty one. */
+struct bp_waitq {
+	_Atomic uint32_t seq; /* bumped by every wake that found sleepers */
+	_Atomic uint32_t sleepers; /* threads between prepare and finish */
+};
+
+void bp_waitq_init(struct bp_waitq *q);
+
+/*
+ * Sleeper side, in this order:
+ *   key = bp_waitq_prepare(q);      announce, then order against wakers
+ *   if (condition now true) { bp_waitq_cancel(q); ... }
+ *   else rc = bp_waitq_sleep(q, key, deadline_ns);   then bp_waitq_cancel(q)
+ * bp_waitq_sleep returns 0 when woken (or the key was stale: re-check the
+ * condition), -ETIMEDOUT when the CLOCK_MONOTONIC deadline passed (deadline
+ * < 0: no deadline), -EINTR on a signal.
+ */
+uint32_t bp_waitq_prepare(struct bp_waitq *q);
+int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns);
+void bp_waitq_cancel(struct bp_waitq *q);
+
+/* Wake every sleeper, unconditionally (used by close). */
+void bp_waitq_wake_all_slow(struct bp_waitq *q);
+
+/* Non-zero when the waker must issue a full fence itself (no membarrier). */
+extern int bp_waitq_need_fence_;
+
+/*
+ * Waker side: call after publishing the state change (for a ring: after the
+ * slot stores). The signal fence only stops the compiler from moving the
+ * sleeper load above the publication; the CPU-level ordering comes from the
+ * sleeper's membarrier in bp_waitq_prepare().
+ */
+static inline void bp_waitq_wake_all(struct bp_waitq *q)
+{
+	if (bp_waitq_need_fence_)
+		atomic_thread_fence(
+			memory_order_seq_cst); /* Dekker with prepare() */
+	else
+		atomic_signal_fence(
+			memory_order_seq_cst); /* compiler only; see above */
+	/* relaxed: ordered by the fence or by the sleeper's membarrier */
+	if (atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0)
+		bp_waitq_wake_all_slow(q);
+}
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t bp_now_ns(void);
+
+/* One CPU relax hint (pause on x86, yield on arm64). */
+static inline void bp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATCHPIPE_WAIT_H */

@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batchpipe ring: bounded, lock-free, batched, per-slot publication.
+ *
+ * DESIGN
+ *
+ * Two 64-bit words hold the positions, each in its own cache-line pair:
+ *   prod.head = 2 * (next position to reserve) | closed-bit
+ *   cons.head = 2 * (next position to consume)
+ * Positions are 63-bit and wrap; slot of position p is slots[p & mask], and
+ * the "lap tag" of p is bit log2(capacity) of p, i.e. the parity of its lap.
+ *
+ * A slot holds item | lap-tag. Items have bit 0 clear (ring.h says so), so a
+ * slot tells by itself whether it holds the item of position p (tag matches
+ * p's lap) or the stale item of p - capacity (opposite tag). It can hold
+ * nothing older: p - capacity was written before it was consumed, and
+ * consumption of p - capacity is what let a producer reserve p.
+ *
+ * Producers (multi): load prod.head, check room against a cached copy of
+ * cons.head (reloaded only when the batch does not seem to fit), claim k
+ * slots with ONE compare-and-swap, then store the k slots. There is no
+ * producer tail: the slot stores are the publication, so a producer never
+ * waits for an earlier producer to finish, and a producer preempted between
+ * its CAS and its stores delays only the consumers that reach its slots (they
+ * see "empty for now" and go on with their lives; nobody spins on it).
+ *
+ * Consumers (multi): load cons.head, read slots from there while their tag
+ * matches, copying items out, then claim what they read with ONE CAS on
+ * cons.head. Reading before claiming is safe: the CAS succeeds only if
+ * cons.head did not move (positions never repeat), and while it has not
+ * moved no producer may overwrite those slots (a producer needs cons.head
+ * past p - capacity + ... to reserve p + capacity). So a consumer holds
+ * nothing while it works and a preempted consumer blocks nobody. Consumers
+ * never write slots: one 8-byte read per item.
+ *
+ * Single-producer / single-consumer sides use the same slots and replace the
+ * CAS by a plain store of their own word.
+ *
+ * Close sets the closed bit in prod.head with an atomic OR; a producer's CAS
+ * expects the bit clear, so no reservation can slip in after close. In
+ * single-producer mode close is a producer-side operation (ring.h).
+ *
+ * MEMORY ORDERING
+ *
+ *  (1) Item contents -> consumer. Producers issue one release fence, then
+ *      relaxed slot stores; consumers do relaxed slot loads, then one acquire
+ *      fence. Fence-to-fence synchronisation through the slot value: one
+ *      publication per batch, free on x86.
+ *  (2) Consumer's slot reads -> producer's overwrite. Consumers advance
+ *      cons.head with release (CAS or store); producers read cons.head with
+ *      acquire before reserving, so a slot is overwritten only after the
+ *      read of its previous item. The producers' cached copy is passed on
+ *      with release/acquire too, to keep that chain intact.
+ *  (3) A consumer's slot read must not see an item older than p - capacity:
+ *      cons.head is loaded with acquire (chain of (1) and (2)), which makes
+ *      the write of p - capacity happen-before the read (coherence).
+ *  The position CASes themselves need no ordering for the data: a claim
+ *  does not publish anything. prod.head's reservation CAS is relaxed.
+ *
+ * WAITING
+ *
+ * Blocking calls use the eventcount of wait.h: every successful enqueue
+ * checks the not-empty eventcount, every dequeue the not-full one; with no
+ * sleeper that is one load of a read-shared line and no fence.
+ */
+#include <errno.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchpipe/ring.h>
+
+#include "alloc.h"
+#include "ring_internal.h"
+#include "wait_internal.h"
+
+#define CLOSED		 UINT64_C(1)
+#define BP_ALWAYS_INLINE inline __attribute__((always_inline))
+#define likely(x)	 __builtin_expect(!!(x), 1)
+#define unlikely(x)	 __builtin_expect(!!(x), 0)
+
+struct bp_ring {
+	/* read-mostly */
+	uintptr_t *slots;
+	uint64_t mask;
+	unsigned shift; /* log2(capacity): lap tag is bit `shift` of a position
+			 */
+	unsigned capacity;
+	unsigned flags;
+	size_t alloc_size;
+	_Atomic uint32_t wait_strategy; /* relaxed: a policy, not data */
+	_Atomic uint32_t wait_spin_ns;
+	_Atomic uint32_t wait_yields;
+
+	/* producers' line: the reservation word and their copy of cons.head */
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t prod_head;
+	_Atomic uint64_t prod_cons_cache;
+
+	/* consumers' line */
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t cons_head;
+
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t hwm;
+
+	/* sleepers: each waitq is read by the side that wakes it */
+	alignas(BP_FALSE_SHARING) struct bp_waitq not_empty;
+	alignas(BP_FALSE_SHARING) struct bp_waitq not_full;
+
+	alignas(BP_FALSE_SHARING) uintptr_t slot_storage[];
+};
+
+static inline uintptr_t lap_tag(const struct bp_ring *r, uint64_t pos)
+{
+	return (uintptr_t)(pos >> r->shift) & 1;
+}
+
+/* ---------------------------------------------------------------- create */
+
+int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
+		       struct bp_ring **ringp)
+{
+	struct bp_ring *r;
+	unsigned cap = 1, shift = 0;
+	size_t size;
+
+	if (!ringp || capacity == 0 || capacity > BP_RING_MAX_CAPACITY ||
+	    (flags & ~(BP_RING_SP | BP_RING_SC | BP_RING_HWM)))
+		return -EINVAL;
+	while (cap < capacity) {
+		cap <<= 1;
+		shift++;
+	}
+	size = sizeof(*r) + (size_t)cap * sizeof(uintptr_t);
+	r = bpi_alloc_aligned(size, BP_FALSE_SHARING);
+	if (!r)
+		return -ENOMEM;
+	r->alloc_size = size;
+	r->slots = r->slot_storage;
+	r->capacity = cap;
+	r->shift = shift;
+	r->mask = cap - 1;
+	r->flags = flags;
+	start &= BPI_RING_POS_SPACE - 1;
+	/*
+	 * Each slot starts with the tag opposite to the lap of the first
+	 * position that will use it, so it reads as "stale" until written.
+	 */
+	for (uint64_t p = start; p < start + cap; p++)
+		r->slots[p & r->mask] = lap_tag(r, p) ^ 1;
+	atomic_init(&r->prod_head, start << 1);
+	atomic_init(&r->prod_cons_cache, start << 1);
+	atomic_init(&r->cons_head, start << 1);
+	atomic_init(&r->hwm, 0);
+	bp_waitq_init(&r->not_empty);
+	bp_waitq_init(&r->not_full);
+	{
+		struct bp_wait_policy p;
+
+		bp_wait_policy_init(&p);
+		atomic_init(&r->wait_strategy, p.strategy);
+		atomic_init(&r->wait_spin_ns, p.spin_ns);
+		atomic_init(&r->wait_yields, p.yields);
+	}
+	*ringp = r;
+	return 0;
+}
+
+int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp)
+{
+	return bpi_ring_create_at(capacity, flags, 0, ringp);
+}
+
+void bp_ring_destroy(struct bp_ring *r)
+{
+	if (r)
+		bpi_free_aligned(r, r->alloc_size, BP_FALSE_SHARING);
+}
+
+unsigned bp_ring_capacity(const struct bp_ring *r)
+{
+	return r->capacity;
+}
+
+unsigned bp_ring_flags(const struct bp_ring *r)
+{
+	return r->flags;
+}
+
+/* --------------------------------------------------------------- enqueue */
+
+/* Non-zero if any item has bit 0 set (it would forge a lap tag). */
+static BP_ALWAYS_INLINE uintptr_t bad_items(void *const *items, unsigned n)
+{
+	uintptr_t a = 0, b = 0;
+	unsigned i = 0;
+
+	for (; i + 2 <= n; i += 2) {
+		a |= (uintptr_t)items[i];
+		b |= (uintptr_t)items[i + 1];
+	}
+	if (i < n)
+		a |= (uintptr_t)items[i];
+	return (a | b) & 1;
+}
+
+/*
+ * Reserve up to n slots (exactly n or none if `bulk`). Returns the count and
+ * the first position in *posp, or -EPIPE. *freep gets the room left.
+ */
+static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
+				    uint64_t *posp, unsigned *freep)
+{
+	const bool single = r->flags & BP_RING_SP;
+	/* relaxed: the reservation publishes nothing (see ordering above) */
+	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+	/* acquire: pairs with the release that stored the cached copy */
+	uint64_t ch =
+		atomic_load_explicit(&r->prod_cons_cache, memory_order_acquire);
+	bool fresh = false;
+	int64_t room;
+	unsigned k;
+
+	for (;;) {
+		int64_t used = (int64_t)((ph & ~CLOSED) - ch) >> 1;
+
+		if (ph & CLOSED)
+			return -EPIPE;
+		if (unlikely(used < 0)) {
+			/* our ph is older than the cached cons: reload it */
+			ph = atomic_load_explicit(&r->prod_head,
+						  memory_order_relaxed);
+			continue;
+		}
+		room = (int64_t)r->capacity - used;
+		if (unlikely(room < (int64_t)n && !fresh)) {
+			/* acquire: pairs with consumers' release of cons.head
+			 * (2) */
+			ch = atomic_load_explicit(&r->cons_head,
+						  memory_order_acquire);
+			/* release: passes (2) on to the producer that loads it
+			 */
+			atomic_store_explicit(&r->prod_cons_cache, ch,
+					      memory_order_release);
+			fresh = true;
+			continue;
+		}
+		if (room <= 0 || (bulk && room < (int64_t)n)) {
+			if (freep)
+				*freep = room > 0 ? (unsigned)room : 0;
+			return 0;
+		}
+		k = room < (int64_t)n ? (unsigned)room : n;
+		if (single) {
+			/*
+			 * relaxed: claiming before the stores keeps prod.head
+			 * >= cons.head; the slot stores are the publication.
+			 */
+			atomic_store_explicit(&r->prod_head,
+					      ph + 2 * (uint64_t)k,
+					      memory_order_relaxed);
+			break;
+		}
+		/* relaxed both ways: the claim orders nothing; failure reloads
+		 * ph */
+		if (atomic_compare_exchange_weak_explicit(
+			    &r->prod_head, &ph, ph + 2 * (uint64_t)k,
+			    memory_order_relaxed, memory_order_relaxed))
+			break;
+		fresh = false;
+	}
+	*posp = ph >> 1;
+	if (freep)
+		*freep = (unsigned)(room - k);
+	return (int)k;
+}
+
+/* Store a run of k items with one lap tag; unrolled, relaxed (see (1)). */
+static BP_ALWAYS_INLINE void store_run(uintptr_t *dst, void *const *src,
+				       unsigned k, uintptr_t tag)
+{
+	unsigned i = 0;
+
+	for (; i + 4 <= k; i += 4) {
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i + 1], (uintptr_t)src[i + 1] | tag,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i + 2], (uintptr_t)src[i + 2] | tag,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i + 3], (uintptr_t)src[i + 3] | tag,
+				 __ATOMIC_RELAXED);
+	}
+	for (; i < k; i++)
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag,
+				 __ATOMIC_RELAXED);
+}
+
+/* Store k items at positions pos.. (the publication, see (1)). */
+static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
+				     void *const *items, unsigned k)
+{
+	unsigned idx = (unsigned)(pos & r->mask);
+	unsigned first = r->capacity - idx;
+	uintptr_t tag = lap_tag(r, pos);
+
+	/* release: item contents before the slot stores; pairs with (1) */
+	atomic_thread_fence(memory_order_release);
+	if (likely(k <= first)) {
+		store_run(&r->slots[idx], items, k, tag);
+		return;
+	}
+	store_run(&r->slots[idx], items, first, tag);
+	/* the part after the wrap belongs to the next lap */
+	store_run(r->slots, items + first, k - first, tag ^ 1);
+}
+
+static void note_high_water(struct bp_ring *r)
+{
+	/* relaxed: the mark is statistics, a snapshot is what it promises */
+	uint64_t used =
+		((atomic_load_explicit(&r->prod_head, memory_order_relaxed) &
+		  ~CLOSED) -
+		 atomic_load_explicit(&r->cons_head, memory_order_relaxed)) >>
+		1;
+	uint64_t old = atomic_load_explicit(&r->hwm, memory_order_relaxed);
+
+	if (used > r->capacity)
+		return; /* torn snapshot (cons read after a wrap): ignore */
+	while (used > old && !atomic_compare_exchange_weak_explicit(
+				     &r->hwm, &old, used, memory_order_relaxed,
+				     memory_order_relaxed))
+		;
+}
+
+static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
+				    unsigned n, bool bulk, unsigned *freep)
+{
+	uint64_t pos;
+	int k;
+
+	if (unlikely(n == 0 || !items)) {
+		if (freep)
+			*freep = bp_ring_free_count(r);
+		return n == 0 ? 0 : -EINVAL;
+	}
+	if (unlikely(bad_items(items, n)))
+		return -EINVAL;
+	k = reserve(r, n, bulk, &pos, freep);
+	if (k <= 0)
+		return k;
+	publish(r, pos, items, (unsigned)k);
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r);
+	bp_waitq_wake_all(&r->not_empty);
+	return k;
+}
+
+int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
+			 unsigned *free_space)
+{
+	return enqueue(r, items, n, true, free_space);
+}
+
+int bp_ring_enqueue_burst(struct bp_ring *r, void *const *items, unsigned n,
+			  unsigned *free_space)
+{
+	return enqueue(r, items, n, false, free_space);
+}
+
+/* --------------------------------------------------------------- dequeue */
+
+/*
+ * Count the ready slots of a run with one lap tag, up to k, copying them to
+ * out if out is not NULL. Four at a time: XOR with the tag strips it and
+ * leaves bit 0 set in any slot that is not ready. Relaxed loads: the caller
+ * issues the acquire fence of (1).
+ */
+static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
+					  unsigned k, uintptr_t tag)
+{
+	unsigned i = 0;
+
+	if (out) {
+		for (; i + 4 <= k; i += 4) {
+			uintptr_t x0 =
+				__atomic_load_n(&s[i], __ATOMIC_RELAXED) ^ tag;
+			uintptr_t x1 =
+				__atomic_load_n(&s[i + 1], __ATOMIC_RELAXED) ^
+				tag;
+			uintptr_t x2 =
+				__atomic_load_n(&s[i + 2], __ATOMIC_RELAXED) ^
+				tag;
+			uintptr_t x3 =
+				__atomic_load_n(&s[i + 3], __ATOMIC_RELAXED) ^
+				tag;
+
+			if ((x0 | x1 | x2 | x3) & 1)
+				break;
+			out[i] = (void *)x0;
+			out[i + 1] = (void *)x1;
+			out[i + 2] = (void *)x2;
+			out[i + 3] = (void *)x3;
+		}
+	}
+	for (; i < k; i++) {
+		uintptr_t x = __atomic_load_n(&s[i], __ATOMIC_RELAXED) ^ tag;
+
+		if (x & 1)
+			return i;
+		if (out)
+			out[i] = (void *)x;
+	}
+	return k;
+}
+
+/* Count (and copy) the ready items from position pos, up to n. */
+static BP_ALWAYS_INLINE unsigned scan(const struct bp_ring *r, uint64_t pos,
+				      void **out, unsigned n)
+{
+	unsigned idx = (unsigned)(pos & r->mask);
+	unsigned first = r->capacity - idx;
+	uintptr_t tag = lap_tag(r, pos);
+	unsigned k;
+
+	if (likely(n <= first))
+		return scan_run(&r->slots[idx], out, n, tag);
+	k = scan_run(&r->slots[idx], out, first, tag);
+	if (k < first)
+		return k;
+	/* the part after the wrap belongs to the next lap */
+	return first +
+	       scan_run(r->slots, out ? out + first : NULL, n - first, tag ^ 1);
+}
+
+/*
+ * Nothing (or, for bulk, not enough) ready at cons word ch: 0 for "not now",
+ * -EPIPE when the ring is closed and can never provide `need` items.
+ */
+static int empty_or_eos(const struct bp_ring *r, uint64_t ch, unsigned need)
+{
+	/* acquire: see the final prod.head that came with the closed bit */
+	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_acquire);
+
+	if (!(ph & CLOSED))
+		return 0;
+	/* reserved-but-unread items will arrive; a stale ch over-counts: retry
+	 */
+	return (((ph & ~CLOSED) - ch) >> 1) < need ? -EPIPE : 0;
+}
+
+static unsigned left_after(const struct bp_ring *r, uint64_t ch)
+{
+	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+	int64_t left = (int64_t)((ph & ~CLOSED) - ch) >> 1;
+
+	return left > 0 ? (unsigned)left : 0;
+}
+
+/*
+ * Find up to n ready items at the head and claim them (multi: CAS; single:
+ * store). With out == NULL nothing is copied nor claimed (zero-copy start);
+ * the caller claims later. Returns the count, 0, or -EPIPE; *chp gets the
+ * cons word the items start at.
+ */
+static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
+				 bool bulk, bool claim, uint64_t *chp)
+{
+	/* acquire: (3), no slot read may see an item older than a lap */
+	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
+	unsigned k;
+
+	for (;;) {
+		k = scan(r, ch >> 1, out, n);
+		if (unlikely(k == 0 || (bulk && k < n))) {
+			*chp = ch;
+			return empty_or_eos(r, ch, bulk ? n : 1);
+		}
+		if (!claim || (r->flags & BP_RING_SC))
+			break;
+		/*
+		 * release: our slot reads before any producer's overwrite (2);
+		 * acquire on failure: the new ch needs (3) as the load above.
+		 */
+		if (atomic_compare_exchange_weak_explicit(
+			    &r->cons_head, &ch, ch + 2 * (uint64_t)k,
+			    memory_order_release, memory_order_acquire))
+			break;
+	}
+	if (claim && (r->flags & BP_RING_SC))
+		/* release: our slot reads before any producer's overwrite (2)
+		 */
+		atomic_store_explicit(&r->cons_head, ch + 2 * (uint64_t)k,
+				      memory_order_release);
+	/* acquire: item contents written before the slots; pairs with (1) */
+	atomic_thread_fence(memory_order_acquire);
+	*chp = ch;
+	return (int)k;
+}
+
+static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
+				    bool bulk, unsigned *availp)
+{
+	uint64_t ch;
+	int k;
+
+	if (unlikely(n == 0 || !items)) {
+		if (availp)
+			*availp = bp_ring_count(r);
+		return n == 0 ? 0 : -EINVAL;
+	}
+	k = take(r, items, n, bulk, true, &ch);
+	if (availp)
+		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
+	if (k > 0)
+		bp_waitq_wake_all(&r->not_full);
+	return k;
+}
+
+int bp_ring_dequeue_bulk(struct bp_ring *r, void **items, unsigned n,
+			 unsigned *available)
+{
+	return dequeue(r, items, n, true, available);
+}
+
+int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
+			  unsigned *available)
+{
+	return dequeue(r, items, n, false, available);
+}
+
+/* -------------------------------------------------------------- blocking */
+
+struct op {
+	struct bp_ring *r;
+	void **items;
+	unsigned n;
+	bool bulk;
+};
+
+static int try_enqueue(void *arg)
+{
+	struct op *op = arg;
+
+	return enqueue(op->r, op->items, op->n, op->bulk, NULL);
+}
+
+static int try_dequeue(void *arg)
+{
+	struct op *op = arg;
+
+	return dequeue(op->r, op->items, op->n, op->bulk, NULL);
+}
+
+static void policy_of(const struct bp_ring *r, struct bp_wait_policy *p)
+{
+	/* relaxed: a policy change may take effect one wait late */
+	p->strategy =
+		atomic_load_explicit(&r->wait_strategy, memory_order_relaxed);
+	p->spin_ns =
+		atomic_load_explicit(&r->wait_spin_ns, memory_order_relaxed);
+	p->yields = atomic_load_explicit(&r->wait_yields, memory_order_relaxed);
+}
+
+static int wait_op(struct bp_ring *r, void **items, unsigned n, bool bulk,
+		   bool enq, int64_t timeout_ns)
+{
+	struct op op = {r, items, n, bulk};
+	struct bp_wait_policy pol;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (!items || (bulk && n > r->capacity))
+		return -EINVAL;
+	rc = enq ? try_enqueue(&op) : try_dequeue(&op);
+	if (rc != 0)
+		return rc;
+	if (timeout_ns == 0)
+		return -ETIMEDOUT;
+	policy_of(r, &pol);
+	return bpi_wait_loop(&pol, enq ? &r->not_full : &r->not_empty,
+			     enq ? try_enqueue : try_dequeue, &op, timeout_ns);
+}
+
+int bp_ring_enqueue_bulk_wait(struct bp_ring *r, void *const *items, unsigned n,
+			      int64_t timeout_ns)
+{
+	return wait_op(r, (void **)items, n, true, true, timeout_ns);
+}
+
+int bp_ring_enqueue_burst_wait(struct bp_ring *r, void *const *items,
+			       unsigned n, int64_t timeout_ns)
+{
+	return wait_op(r, (void **)items, n, false, true, timeout_ns);
+}
+
+int bp_ring_dequeue_bulk_wait(struct bp_ring *r, void **items, unsigned n,
+			      int64_t timeout_ns)
+{
+	return wait_op(r, items, n, true, false, timeout_ns);
+}
+
+int bp_ring_dequeue_burst_wait(struct bp_ring *r, void **items, unsigned n,
+			       int64_t timeout_ns)
+{
+	return wait_op(r, items, n, false, false, timeout_ns);
+}
+
+int bp_ring_set_wait_policy(struct bp_ring *r, const struct bp_wait_policy *p)
+{
+	if (!r || bp_wait_policy_check(p) != 0)
+		return -EINVAL;
+	atomic_store_explicit(&r->wait_strategy, p->strategy,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->wait_spin_ns, p->spin_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->wait_yields, p->yields, memory_order_relaxed);
+	return 0;
+}
+
+/* ----------------------------------------------------------- close, count */
+
+int bp_ring_close(struct bp_ring *r)
+{
+	/* release: a consumer that sees the bit sees the final position */
+	atomic_fetch_or_explicit(&r->prod_head, CLOSED, memory_order_release);
+	bp_waitq_wake_all_slow(&r->not_empty);
+	bp_waitq_wake_all_slow(&r->not_full);
+	return 0;
+}
+
+int bp_ring_is_closed(const struct bp_ring *r)
+{
+	/* relaxed: a snapshot */
+	return (int)(atomic_load_explicit(&r->prod_head, memory_order_relaxed) &
+		     CLOSED);
+}
+
+unsigned bp_ring_count(const struct bp_ring *r)
+{
+	/* acquire/relaxed snapshot: cons first, so prod >= cons in theory */
+	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
+	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+	int64_t used = (int64_t)((ph & ~CLOSED) - ch) >> 1;
+
+	if (used < 0)
+		return 0;
+	return used > r->capacity ? r->capacity : (unsigned)used;
+}
+
+unsigned bp_ring_free_count(const struct bp_ring *r)
+{
+	return r->capacity - bp_ring_count(r);
+}
+
+long bp_ring_high_water(const struct bp_ring *r)
+{
+	if (!(r->flags & BP_RING_HWM))
+		return -EOPNOTSUPP;
+	return (long)atomic_load_explicit(&r->hwm, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------- zero-copy */
+
+static void zc_describe(const struct bp_ring *r, uint64_t pos, unsigned k,
+			struct bp_ring_zc *zc)
+{
+	unsigned idx = (unsigned)(pos & r->mask);
+	unsigned first = r->capacity - idx;
+
+	if (first > k)
+		first = k;
+	zc->slot[0] = &r->slots[idx];
+	zc->n[0] = first;
+	zc->lap[0] = lap_tag(r, pos);
+	zc->slot[1] = r->slots;
+	zc->n[1] = k - first;
+	zc->lap[1] = zc->lap[0] ^ 1;
+	zc->count = k;
+	zc->put = 0;
+	zc->pos = pos;
+}
+
+static int enq_zc_start(struct bp_ring *r, unsigned n, bool bulk,
+			struct bp_ring_zc *zc)
+{
+	uint64_t pos;
+	int k;
+
+	if (!zc)
+		return -EINVAL;
+	zc->count = 0;
+	zc->put = 0;
+	if (n == 0)
+		return 0;
+	k = reserve(r, n, bulk, &pos, NULL);
+	if (k > 0)
+		zc_describe(r, pos, (unsigned)k, zc);
+	return k;
+}
+
+int bp_ring_enqueue_zc_bulk_start(struct bp_ring *r, unsigned n,
+				  struct bp_ring_zc *zc)
+{
+	return enq_zc_start(r, n, true, zc);
+}
+
+int bp_ring_enqueue_zc_burst_start(struct bp_ring *r, unsigned n,
+				   struct bp_ring_zc *zc)
+{
+	return enq_zc_start(r, n, false, zc);
+}
+
+int bp_ring_zc_put(struct bp_ring_zc *zc, void *item)
+{
+	unsigned i = zc->put;
+	unsigned part = i < zc->n[0] ? 0 : 1;
+
+	if (i >= zc->count)
+		return -ERANGE;
+	if ((uintptr_t)item & 1)
+		return -EINVAL;
+	/* release: the item's contents before its slot, pairs with (1) */
+	__atomic_store_n(&zc->slot[part][part ? i - zc->n[0] : i],
+			 (uintptr_t)item | zc->lap[part], __ATOMIC_RELEASE);
+	zc->put = i + 1;
+	return 0;
+}
+
+int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
+{
+	if (!zc || zc->put != zc->count)
+		return -EINVAL;
+	if (zc->count == 0)
+		return 0;
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r);
+	bp_waitq_wake_all(&r->not_empty);
+	zc->count = 0;
+	zc->put = 0;
+	return 0;
+}
+
+static int deq_zc_start(struct bp_ring *r, unsigned n, bool bulk,
+			struct bp_ring_zc *zc)
+{
+	uint64_t ch;
+	int k;
+
+	if (!zc)
+		return -EINVAL;
+	if (!(r->flags & BP_RING_SC))
+		return -EOPNOTSUPP;
+	zc->count = 0;
+	if (n == 0)
+		return 0;
+	k = take(r, NULL, n, bulk, false, &ch);
+	if (k > 0)
+		zc_describe(r, ch >> 1, (unsigned)k, zc);
+	return k;
+}
+
+int bp_ring_dequeue_zc_bulk_start(struct bp_ring *r, unsigned n,
+				  struct bp_ring_zc *zc)
+{
+	return deq_zc_start(r, n, true, zc);
+}
+
+int bp_ring_dequeue_zc_burst_start(struct bp_ring *r, unsigned n,
+				   struct bp_ring_zc *zc)
+{
+	return deq_zc_start(r, n, false, zc);
+}
+
+int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
+			      unsigned m)
+{
+	if (!zc || m > zc->count)
+		return -EINVAL;
+	if (!(r->flags & BP_RING_SC))
+		return -EOPNOTSUPP;
+	if (m == 0)
+		return 0;
+	/* release: our in-place reads before any producer's overwrite (2) */
+	atomic_store_explicit(&r->cons_head, (zc->pos + m) << 1,
+			      memory_order_release);
+	bp_waitq_wake_all(&r->not_full);
+	zc->count = 0;
+	return 0;
+}

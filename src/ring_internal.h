@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal ring entry points: hidden from the shared library, used by tests. */
+#ifndef BP_SRC_RING_INTERNAL_H
+#define BP_SRC_RING_INTERNAL_H
+
+#include <stdint.h>
+#include <batchpipe/ring.h>
+
+/*
+ * bp_ring_create() with both indices starting at position `start` instead of
+ * 0, so tests can cross the wrap of the 63-bit position space within a few
+ * items (positions live in 64-bit words as 2*pos | closed-bit).
+ */
+int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
+		       struct bp_ring **ringp);
+
+/* Largest position value + 1: positions wrap modulo this. */
+#define BPI_RING_POS_SPACE (UINT64_C(1) << 63)
+
+#endif

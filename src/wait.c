@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Eventcount over a futex, with the ordering paid by the sleeper.
+ *
+ * The lost-wake-up problem is a Dekker pattern:
+ *   waker:   publish state;        read sleepers
+ *   sleeper: sleepers++;           re-check state
+ * Both must not read the old value. A full fence on each side solves it, but
+ * the waker runs on every enqueue/dequeue while the sleeper runs only when a
+ * thread is about to sleep. So the sleeper issues membarrier(PRIVATE_EXPEDITED)
+ * between its increment and its re-check: every running thread of the process
+ * executes a full barrier at that point (a descheduled one got one when it was
+ * switched out), which is what the waker's fence would have given. The waker
+ * then needs only a compiler barrier. This is the asymmetric-fence scheme
+ * liburcu's memb flavour uses for its readers.
+ *
+ * The futex word is `seq`: a waker that sees sleepers bumps it and wakes all;
+ * a sleeper sleeps only while seq still equals the key read after its
+ * announcement, so a wake between its re-check and its sleep is not lost.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <batchpipe/wait.h>
+#include <sched.h>
+
+#include "wait_internal.h"
+
+int bp_waitq_need_fence_ = 1;
+
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+static int membarrier_ok;
+
+static void membarrier_setup(void)
+{
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return;
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		    0, 0) != 0)
+		return;
+	membarrier_ok = 1;
+	/*
+	 * Wakers read this flag without synchronisation; a waker that still
+	 * sees 1 only issues a fence it no longer needs. Relaxed: the flag
+	 * only goes from 1 to 0 and both values are safe.
+	 */
+	__atomic_store_n(&bp_waitq_need_fence_, 0, __ATOMIC_RELAXED);
+}
+
+void bpi_wait_global_init(void)
+{
+	pthread_once(&membarrier_once, membarrier_setup);
+}
+
+void bp_wait_policy_init(struct bp_wait_policy *p)
+{
+	p->strategy = BP_WAIT_SPIN_SLEEP;
+	p->spin_ns = 20000;
+	p->yields = 8;
+}
+
+int bp_wait_policy_check(const struct bp_wait_policy *p)
+{
+	if (!p)
+		return -EINVAL;
+	switch (p->strategy) {
+	case BP_WAIT_SPIN_SLEEP:
+	case BP_WAIT_BUSY_POLL:
+	case BP_WAIT_SLEEP:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void bp_waitq_init(struct bp_waitq *q)
+{
+	atomic_init(&q->seq, 0);
+	atomic_init(&q->sleepers, 0);
+	bpi_wait_global_init();
+}
+
+int64_t bp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint32_t bp_waitq_prepare(struct bp_waitq *q)
+{
+	/* seq_cst: this increment must precede the barrier below */
+	atomic_fetch_add_explicit(&q->sleepers, 1, memory_order_seq_cst);
+	if (membarrier_ok)
+		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
+			0);
+	else
+		atomic_thread_fence(memory_order_seq_cst); /* pairs with the
+							      waker's fence */
+	/* acquire: a wake that bumped seq published its state before it */
+	return atomic_load_explicit(&q->seq, memory_order_acquire);
+}
+
+void bp_waitq_cancel(struct bp_waitq *q)
+{
+	/* relaxed: only a hint for wakers; a stale non-zero costs one wake call
+	 */
+	atomic_fetch_sub_explicit(&q->sleepers, 1, memory_order_relaxed);
+}
+
+int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	long rc;
+
+	if (deadline_ns >= 0) {
+		if (bp_now_ns() >= deadline_ns)
+			return -ETIMEDOUT;
+		ts.tv_sec = deadline_ns / 1000000000;
+		ts.tv_nsec = deadline_ns % 1000000000;
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline */
+	rc = syscall(SYS_futex, &q->seq, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+		     key, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+	if (rc == 0 || errno == EAGAIN)
+		return 0;
+	if (errno == ETIMEDOUT)
+		return -ETIMEDOUT;
+	if (errno == EINTR)
+		return -EINTR;
+	return 0; /* spurious: the caller re-checks */
+}
+
+void bp_waitq_wake_all_slow(struct bp_waitq *q)
+{
+	/* release: a sleeper that reads the new seq sees what was published */
+	atomic_fetch_add_explicit(&q->seq, 1, memory_order_release);
+	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
+		NULL, NULL, 0);
+}
+
+/*
+ * Spin (pause), then yield, then sleep: spinning catches the common case of a
+ * short gap at the price of CPU, sleeping makes idle free. Busy-poll spins
+ * forever but yields every 64 tries: with more threads than cores the thread
+ * we wait for may need our CPU.
+ */
+int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
+		  int (*try_fn)(void *), void *arg, int64_t timeout_ns)
+{
+	int64_t deadline = timeout_ns < 0 ? -1 : bp_now_ns() + timeout_ns;
+	int busy = pol->strategy == BP_WAIT_BUSY_POLL;
+	int rc;
+
+	if (pol->strategy != BP_WAIT_SLEEP) {
+		int64_t spin_end = bp_now_ns() + pol->spin_ns;
+
+		for (unsigned i = 1;; i++) {
+			rc = try_fn(arg);
+			if (rc)
+				return rc;
+			bp_cpu_relax();
+			if ((i & 63) != 0)
+				continue;
+			int64_t t = bp_now_ns();
+			if (deadline >= 0 && t >= deadline)
+				return -ETIMEDOUT;
+			if (busy)
+				sched_yield();
+			else if (t >= spin_end)
+				break;
+		}
+		for (uint32_t y = 0; y < pol->yields; y++) {
+			sched_yield();
+			rc = try_fn(arg);
+			if (rc)
+				return rc;
+		}
+	}
+	for (;;) {
+		uint32_t key = bp_waitq_prepare(q);
+
+		rc = try_fn(arg);
+		if (rc) {
+			bp_waitq_cancel(q);
+			return rc;
+		}
+		rc = bp_waitq_sleep(q, key, deadline);
+		bp_waitq_cancel(q);
+		if (rc == -EINTR)
+			return rc;
+		if (rc == -ETIMEDOUT) {
+			rc = try_fn(arg);
+			return rc ? rc : -ETIMEDOUT;
+		}
+		rc = try_fn(arg);
+		if (rc)
+			return rc;
+	}
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The wait loop shared by the ring's blocking calls and the pipeline. */
+#ifndef BP_SRC_WAIT_INTERNAL_H
+#define BP_SRC_WAIT_INTERNAL_H
+
+#include <batchpipe/wait.h>
+
+/* Registers membarrier once per process; idempotent and thread-safe. */
+void bpi_wait_global_init(void);
+
+/*
+ * Retry `try_fn(arg)` until it returns non-zero (its result is returned),
+ * waiting between tries as `pol` says and sleeping on `q` when the policy
+ * sleeps. Whoever makes try_fn succeed must call bp_waitq_wake_all(q).
+ * timeout_ns < 0: no limit. Returns try_fn's result, -ETIMEDOUT or -EINTR.
+ */
+int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
+		  int (*try_fn)(void *), void *arg, int64_t timeout_ns);
+
+#endif
