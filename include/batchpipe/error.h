@@ -3,6 +3,8 @@
 #ifndef BATCHPIPE_ERROR_H
 #define BATCHPIPE_ERROR_H
 
+#include <errno.h> /* the API returns negative errno values */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

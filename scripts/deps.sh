@@ -1,0 +1,23 @@
+#!/bin/sh
+# Install the Debian packages batchpipe needs to build, test and benchmark.
+# Safe to run again: installs only what is missing.
+set -eu
+
+PKGS="build-essential meson ninja-build pkg-config python3 liburcu-dev libck-dev
+libfabric-dev libfabric-bin libjemalloc-dev libcmocka-dev gnuplot-nox"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
