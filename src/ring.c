@@ -89,6 +89,7 @@ struct bp_ring {
 	unsigned capacity;
 	unsigned flags;
 	size_t alloc_size;
+	uint64_t start;			/* first position */
 	_Atomic uint32_t wait_strategy; /* relaxed: a policy, not data */
 	_Atomic uint32_t wait_spin_ns;
 	_Atomic uint32_t wait_yields;
@@ -141,6 +142,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	r->mask = cap - 1;
 	r->flags = flags;
 	start &= BPI_RING_POS_SPACE - 1;
+	r->start = start;
 	/*
 	 * Each slot starts with the tag opposite to the lap of the first
 	 * position that will use it, so it reads as "stale" until written.
@@ -787,4 +789,22 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 	bp_waitq_wake_all(&r->not_full);
 	zc->count = 0;
 	return 0;
+}
+
+struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r)
+{
+	return &r->not_empty;
+}
+
+struct bp_waitq *bpi_ring_not_full(struct bp_ring *r)
+{
+	return &r->not_full;
+}
+
+uint64_t bpi_ring_enqueued(const struct bp_ring *r)
+{
+	/* relaxed: a snapshot */
+	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+
+	return ((ph >> 1) - r->start) & (BPI_RING_POS_SPACE - 1);
 }

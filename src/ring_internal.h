@@ -17,4 +17,15 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 /* Largest position value + 1: positions wrap modulo this. */
 #define BPI_RING_POS_SPACE (UINT64_C(1) << 63)
 
+/*
+ * The eventcounts of a ring, for callers that wait on conditions of their
+ * own (the pipeline): not-empty is woken by every enqueue and by close,
+ * not-full by every dequeue and by close.
+ */
+struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r);
+struct bp_waitq *bpi_ring_not_full(struct bp_ring *r);
+
+/* Items ever reserved for enqueue since creation (mod 2^63). */
+uint64_t bpi_ring_enqueued(const struct bp_ring *r);
+
 #endif

@@ -6,5 +6,8 @@
 #include <batchpipe/error.h>
 #include <batchpipe/wait.h>
 #include <batchpipe/ring.h>
+#include <batchpipe/job.h>
+#include <batchpipe/stage.h>
+#include <batchpipe/pipeline.h>
 
 #endif /* BATCHPIPE_BATCHPIPE_H */

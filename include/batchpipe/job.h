@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batchpipe/job.h - the header every job carries.
+ *
+ * Jobs are intrusive: the application embeds struct bp_job at the start of
+ * its own job struct (or anywhere, and uses container_of) and passes
+ * pointers to the header. The library allocates nothing per job.
+ */
+#ifndef BATCHPIPE_JOB_H
+#define BATCHPIPE_JOB_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Job status: BP_JOB_OK, a negative errno (failed), or BP_JOB_CANCELLED. */
+#define BP_JOB_OK	 0
+#define BP_JOB_CANCELLED (-ECANCELED)
+
+struct bp_job {
+	/*
+	 * Per-operation context for an asynchronous stage: room and alignment
+	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can
+	 * pass &job->op_context as the operation context and find the job again
+	 * from a completion. Owned by the stage while the job is in flight.
+	 */
+	void *op_context[8];
+	uint64_t seq;	   /* submission order, set by the pipeline at submit */
+	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
+	int32_t status;	   /* set by the stage before completing the job */
+	uint32_t worker;   /* index of the worker that took the job */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATCHPIPE_JOB_H */

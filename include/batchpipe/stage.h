@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batchpipe/stage.h - what a worker runs.
+ *
+ * A stage is a table of callbacks run by every worker thread, each worker
+ * with its own state pointer (made by init, handed to the others, freed by
+ * fini). The worker loop, per pass:
+ *
+ *     poll(state, w)                    if the stage has poll
+ *     dequeue a burst of <= B jobs      only while below its in-flight limit
+ *     process(state, w, jobs, n)
+ *     hand the completed jobs to the sink in one batch
+ *
+ * A synchronous stage sets each job's status and calls bp_worker_complete()
+ * inside process. An asynchronous stage keeps jobs in flight (posting them
+ * somewhere) and completes them later from poll, in any order. A worker
+ * never takes more than max_inflight jobs at once; that is the pipeline's
+ * backpressure.
+ *
+ * All callbacks run on the worker's own thread; none may block for long
+ * (poll is called again as long as jobs are in flight).
+ */
+#ifndef BATCHPIPE_STAGE_H
+#define BATCHPIPE_STAGE_H
+
+#include <batchpipe/job.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+struct bp_worker;
+
+struct bp_stage {
+	const char *name;
+	/* optional: make the worker's state; non-zero (negative errno) fails
+	 * start */
+	int (*init)(struct bp_worker *w, void **state);
+	/* required: start (and, if synchronous, complete) n jobs */
+	void (*process)(void *state, struct bp_worker *w, struct bp_job **jobs,
+			unsigned n);
+	/* optional: reap asynchronous completions; called every pass */
+	void (*poll)(void *state, struct bp_worker *w);
+	/*
+	 * optional: the pipeline is aborting; complete every in-flight job soon
+	 * (with BP_JOB_CANCELLED or its real outcome). Called once, then poll
+	 * keeps being called until nothing is in flight.
+	 */
+	void (*cancel)(void *state, struct bp_worker *w);
+	/* optional: free the state; nothing is in flight any more */
+	void (*fini)(void *state, struct bp_worker *w);
+};
+
+/*
+ * Complete n jobs (their status already set): they go to the sink with the
+ * worker's next hand-off. Only from the worker's own thread (inside a stage
+ * callback). Each job must be one this worker took and has not completed.
+ */
+void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n);
+
+/* This worker's index, 0 .. workers-1. */
+unsigned bp_worker_id(const struct bp_worker *w);
+
+/*
+ * The stage context pointer as currently configured (bp_pipeline_config's
+ * stage_ctx, replaced live by bp_pipeline_set_stage_ctx). Stable for the
+ * duration of one callback.
+ */
+void *bp_worker_stage_ctx(const struct bp_worker *w);
+
+/* Jobs this worker holds: taken and not yet completed. */
+unsigned bp_worker_inflight(const struct bp_worker *w);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATCHPIPE_STAGE_H */

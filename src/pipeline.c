@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pipeline lifecycle: configuration, create, start, submit, drain, abort,
+ * destroy, and live reconfiguration.
+ *
+ * Submission order is the ingress ring's position: bp_submit reserves k
+ * slots with the ring's zero-copy API, stamps each job with its position
+ * as seq, and stores it. A reservation is a commitment (nothing is handed
+ * back), so seqs are dense and the ordered sink never waits for a gap.
+ *
+ * Live configuration lives in a struct that is replaced, never changed:
+ * workers read it through RCU (QSBR: each pass announces a quiescent state,
+ * which costs a load and a compare when nothing changed); the writer
+ * publishes a new copy, waits for a grace period and frees the old one.
+ * Producers read max_batch and the flush deadline from two relaxed atomics
+ * instead, because application threads are not RCU readers.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "pipeline_internal.h"
+#include "ring_internal.h"
+#include "wait_internal.h"
+
+void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
+	     const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!p->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->cfg.log(p->cfg.log_ctx, lvl, msg);
+}
+
+int bpi_pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+void bp_pipeline_config_init(struct bp_pipeline_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->workers = 2;
+	c->ingress_capacity = 4096;
+	c->egress_capacity = 1024;
+	c->max_batch = 32;
+	c->max_inflight = 256;
+	c->flush_deadline_ns = 50000;
+	bp_wait_policy_init(&c->worker_wait);
+	bp_wait_policy_init(&c->sink_wait);
+	bp_wait_policy_init(&c->producer_wait);
+	c->sink_cpu = -1;
+}
+
+/* Validation reports through the caller's log callback, if any. */
+static int invalid(const struct bp_pipeline_config *c, const char *what)
+{
+	if (c->log) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "bp_pipeline_create: invalid %s",
+			 what);
+		c->log(c->log_ctx, BP_LOG_ERROR, msg);
+	}
+	return -EINVAL;
+}
+
+static int check_config(const struct bp_pipeline_config *c)
+{
+	if (c->workers < 1 || c->workers > BP_MAX_WORKERS)
+		return invalid(c, "workers (1..256)");
+	if (c->ingress_capacity < 1 || c->ingress_capacity > BP_MAX_RING)
+		return invalid(c, "ingress_capacity (1..2^24)");
+	if (c->egress_capacity < 1 || c->egress_capacity > BP_MAX_RING)
+		return invalid(c, "egress_capacity (1..2^24)");
+	if (c->max_batch < 1 || c->max_batch > BP_MAX_BATCH)
+		return invalid(c, "max_batch (1..4096)");
+	if (c->max_inflight < c->max_batch || c->max_inflight > BP_MAX_INFLIGHT)
+		return invalid(c, "max_inflight (max_batch..65536)");
+	if (bp_wait_policy_check(&c->worker_wait) ||
+	    bp_wait_policy_check(&c->sink_wait) ||
+	    bp_wait_policy_check(&c->producer_wait))
+		return invalid(c, "wait policy");
+	if (c->n_worker_cpus > 0 && !c->worker_cpus)
+		return invalid(c, "worker_cpus (NULL with n_worker_cpus > 0)");
+	for (unsigned i = 0; i < c->n_worker_cpus; i++)
+		if (c->worker_cpus[i] < 0 || c->worker_cpus[i] >= CPU_SETSIZE)
+			return invalid(c, "worker_cpus entry");
+	if (c->sink_cpu < -1 || c->sink_cpu >= CPU_SETSIZE)
+		return invalid(c, "sink_cpu");
+	if (!c->stage || !c->stage->process)
+		return invalid(c, "stage (NULL, or no process callback)");
+	if (!c->sink)
+		return invalid(c, "sink (NULL)");
+	return 0;
+}
+
+static void free_pipeline(struct bp_pipeline *p)
+{
+	if (p->workers) {
+		for (unsigned i = 0; i < p->nworkers; i++) {
+			struct bp_worker *w = &p->workers[i];
+
+			bp_ring_destroy(w->egress);
+			free(w->buf);
+			free(w->done);
+		}
+		bpi_free_aligned(p->workers, p->nworkers * sizeof(*p->workers),
+				 BP_FALSE_SHARING);
+	}
+	bp_ring_destroy(p->ingress);
+	free(p->window);
+	free(p->sink_ended);
+	free(p->sink_credit);
+	free(p->cpus);
+	free(p->live);
+	bpi_free_aligned(p, sizeof(*p), BP_FALSE_SHARING);
+}
+
+int bp_pipeline_create(const struct bp_pipeline_config *c,
+		       struct bp_pipeline **pp)
+{
+	struct bp_pipeline *p;
+	int rc;
+
+	if (!c || !pp)
+		return -EINVAL;
+	rc = check_config(c);
+	if (rc)
+		return rc;
+	p = bpi_alloc_aligned(sizeof(*p), BP_FALSE_SHARING);
+	if (!p)
+		return -ENOMEM;
+	p->cfg = *c;
+	p->nworkers = c->workers;
+	bp_waitq_init(&p->start_wq);
+	bp_waitq_init(&p->sink_wq);
+	atomic_init(&p->live_max_batch, c->max_batch);
+	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
+	rc = -ENOMEM;
+	if (c->n_worker_cpus) {
+		p->cpus = malloc(c->n_worker_cpus * sizeof(int));
+		if (!p->cpus)
+			goto fail;
+		memcpy(p->cpus, c->worker_cpus, c->n_worker_cpus * sizeof(int));
+		p->cfg.worker_cpus = p->cpus;
+	}
+	p->live = malloc(sizeof(*p->live));
+	p->sink_ended = calloc(c->workers, sizeof(*p->sink_ended));
+	p->sink_credit = calloc(c->workers, sizeof(*p->sink_credit));
+	if (!p->live || !p->sink_ended || !p->sink_credit)
+		goto fail;
+	p->live->max_batch = c->max_batch;
+	p->live->worker_wait = c->worker_wait;
+	p->live->stage_ctx = c->stage_ctx;
+
+	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
+	if (rc)
+		goto fail;
+	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
+				       BP_FALSE_SHARING);
+	if (!p->workers) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < c->workers; i++) {
+		struct bp_worker *w = &p->workers[i];
+
+		w->p = p;
+		w->id = i;
+		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
+					  : -1;
+		w->done_cap = c->max_inflight;
+		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
+		w->done = malloc(c->max_inflight * sizeof(*w->done));
+		rc = bp_ring_create(c->egress_capacity,
+				    BP_RING_SP | BP_RING_SC | BP_RING_HWM,
+				    &w->egress);
+		if (rc || !w->buf || !w->done) {
+			rc = rc ? rc : -ENOMEM;
+			goto fail;
+		}
+	}
+	if (c->ordered) {
+		/* see sink.c: workers * max_inflight jobs at most in the window
+		 */
+		uint64_t need = (uint64_t)c->workers * c->max_inflight,
+			 size = 1;
+
+		while (size < need)
+			size <<= 1;
+		p->window = calloc(size, sizeof(*p->window));
+		if (!p->window) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		p->window_mask = size - 1;
+	}
+	*pp = p;
+	return 0;
+fail:
+	free_pipeline(p);
+	return rc;
+}
+
+/* Wait until every worker has run its init (cold path: sleep and re-check). */
+static void wait_inits(struct bp_pipeline *p, unsigned n)
+{
+	for (;;) {
+		uint32_t key = bp_waitq_prepare(&p->start_wq);
+
+		/* acquire: pairs with the workers' release after init_rc */
+		if (atomic_load_explicit(&p->inits_done,
+					 memory_order_acquire) >= n) {
+			bp_waitq_cancel(&p->start_wq);
+			return;
+		}
+		bp_waitq_sleep(&p->start_wq, key, -1);
+		bp_waitq_cancel(&p->start_wq);
+	}
+}
+
+static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	int rc;
+
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+static void join_workers(struct bp_pipeline *p)
+{
+	for (unsigned i = 0; i < p->nworkers; i++) {
+		if (p->workers[i].thread_started) {
+			pthread_join(p->workers[i].thread, NULL);
+			p->workers[i].thread_started = false;
+		}
+	}
+}
+
+int bp_pipeline_start(struct bp_pipeline *p)
+{
+	unsigned started = 0;
+	int rc = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) != P_CREATED)
+		return -EINVAL;
+	for (; started < p->nworkers; started++) {
+		struct bp_worker *w = &p->workers[started];
+
+		rc = start_thread(&w->thread, w->cpu, bpi_worker_main, w);
+		if (rc) {
+			bpi_log(p, BP_LOG_ERROR,
+				"worker %u: cannot start thread (cpu %d): %s",
+				started, w->cpu, bp_strerror(rc));
+			break;
+		}
+		w->thread_started = true;
+	}
+	wait_inits(p, started);
+	for (unsigned i = 0; i < started && !rc; i++) {
+		/* relaxed: ordered by the acquire in wait_inits */
+		rc = atomic_load_explicit(&p->workers[i].init_rc,
+					  memory_order_relaxed);
+		if (rc)
+			bpi_log(p, BP_LOG_ERROR, "worker %u: stage init: %s", i,
+				bp_strerror(rc));
+	}
+	if (!rc) {
+		rc = start_thread(&p->sink_thread, p->cfg.sink_cpu,
+				  bpi_sink_main, p);
+		if (rc)
+			bpi_log(p, BP_LOG_ERROR, "cannot start the sink: %s",
+				bp_strerror(rc));
+		p->sink_started = rc == 0;
+	}
+	/* release: workers see everything start() did before go */
+	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);
+	bp_waitq_wake_all_slow(&p->start_wq);
+	if (rc) {
+		join_workers(p);
+		/*
+		 * Workers closed their egress rings on the way out; the
+		 * pipeline stays "created" but cannot start again.
+		 */
+		atomic_store_explicit(&p->state, P_STOPPED,
+				      memory_order_relaxed);
+		return rc;
+	}
+	atomic_store_explicit(&p->state, P_RUNNING, memory_order_relaxed);
+	return 0;
+}
+
+/* ------------------------------------------------------------- submit */
+
+static int ingress_has_room(void *arg)
+{
+	struct bp_ring *r = arg;
+
+	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
+}
+
+int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
+	      unsigned flags, int64_t timeout_ns)
+{
+	int64_t now, deadline;
+	unsigned done = 0;
+
+	if (!p || !jobs || n == 0 || (flags & ~BP_SUBMIT_NONBLOCK))
+		return -EINVAL;
+	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)
+		return -EINVAL;
+	/* validate before reserving: a reservation cannot be handed back */
+	for (unsigned i = 0; i < n; i++)
+		if (!jobs[i] || ((uintptr_t)jobs[i] & 1))
+			return -EINVAL;
+	now = bp_now_ns();
+	deadline = timeout_ns < 0 ? -1 : now + timeout_ns;
+	while (done < n) {
+		struct bp_ring_zc zc;
+		int k = bp_ring_enqueue_zc_burst_start(p->ingress, n - done,
+						       &zc);
+
+		if (k > 0) {
+			for (unsigned i = 0; i < (unsigned)k; i++) {
+				struct bp_job *j = jobs[done + i];
+
+				j->seq = zc.pos + i;
+				j->submit_ns = now;
+				j->status = BP_JOB_OK;
+				bp_ring_zc_put(&zc, j);
+			}
+			bp_ring_enqueue_zc_finish(p->ingress, &zc);
+			done += (unsigned)k;
+			continue;
+		}
+		if (k < 0) /* -EPIPE: drain or abort has begun */
+			return done ? (int)done : k;
+		if (flags & BP_SUBMIT_NONBLOCK)
+			return done ? (int)done : -EAGAIN;
+		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+
+		if (deadline >= 0 && left <= 0)
+			return done ? (int)done : -ETIMEDOUT;
+		int rc = bpi_wait_loop(&p->cfg.producer_wait,
+				       bpi_ring_not_full(p->ingress),
+				       ingress_has_room, p->ingress, left);
+		if (rc < 0)
+			return done ? (int)done : rc;
+		now = bp_now_ns();
+	}
+	return (int)done;
+}
+
+/* ----------------------------------------------------- drain, abort, destroy
+ */
+
+static int stop(struct bp_pipeline *p, bool abort)
+{
+	int st = atomic_load_explicit(&p->state, memory_order_relaxed);
+
+	if (st == P_STOPPED || st == P_STOPPING)
+		return 0;
+	if (st == P_CREATED) {
+		/* never started: nothing was submitted */
+		bp_ring_close(p->ingress);
+		atomic_store_explicit(&p->state, P_STOPPED,
+				      memory_order_relaxed);
+		return 0;
+	}
+	if (abort)
+		/* release: workers that see it also see everything before */
+		atomic_store_explicit(&p->aborting, 1, memory_order_release);
+	atomic_store_explicit(&p->state, P_STOPPING, memory_order_relaxed);
+	bp_ring_close(p->ingress); /* producers get -EPIPE from here on */
+	join_workers(p);
+	if (p->sink_started) {
+		pthread_join(p->sink_thread, NULL);
+		p->sink_started = false;
+	}
+	atomic_store_explicit(&p->state, P_STOPPED, memory_order_relaxed);
+	return 0;
+}
+
+int bp_pipeline_drain(struct bp_pipeline *p)
+{
+	return p ? stop(p, false) : -EINVAL;
+}
+
+int bp_pipeline_abort(struct bp_pipeline *p)
+{
+	return p ? stop(p, true) : -EINVAL;
+}
+
+void bp_pipeline_destroy(struct bp_pipeline *p)
+{
+	if (!p)
+		return;
+	stop(p, false);
+	free_pipeline(p);
+}
+
+/* ------------------------------------------------------ live changes */
+
+/*
+ * Publish a modified copy of the live configuration and free the old one
+ * after a grace period. Reconfiguration is a cold path: one at a time,
+ * callers spin briefly on a flag to serialise (never a worker).
+ */
+static int reconfigure(struct bp_pipeline *p,
+		       void (*edit)(struct live_cfg *, const void *),
+		       const void *arg)
+{
+	struct live_cfg *nc = malloc(sizeof(*nc)), *old;
+	int expect = 0;
+
+	if (!nc)
+		return -ENOMEM;
+	/* acquire: the previous reconfiguration's writes are visible */
+	while (!atomic_compare_exchange_weak_explicit(
+		&p->reconfig_busy, &expect, 1, memory_order_acquire,
+		memory_order_relaxed)) {
+		expect = 0;
+		sched_yield();
+	}
+	old = p->live;
+	*nc = *old;
+	edit(nc, arg);
+	old = rcu_xchg_pointer(&p->live, nc);
+	/* every worker has passed a quiescent state: none can see old */
+	urcu_qsbr_synchronize_rcu();
+	free(old);
+	/* release: pairs with the acquire above */
+	atomic_store_explicit(&p->reconfig_busy, 0, memory_order_release);
+	return 0;
+}
+
+static void edit_batch(struct live_cfg *c, const void *arg)
+{
+	c->max_batch = *(const unsigned *)arg;
+}
+
+static void edit_wait(struct live_cfg *c, const void *arg)
+{
+	c->worker_wait = *(const struct bp_wait_policy *)arg;
+}
+
+static void edit_ctx(struct live_cfg *c, const void *arg)
+{
+	c->stage_ctx = *(void *const *)arg;
+}
+
+int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
+{
+	if (!p || max_batch < 1 || max_batch > p->cfg.max_inflight)
+		return -EINVAL;
+	/* relaxed: producers pick it up on their next call */
+	atomic_store_explicit(&p->live_max_batch, max_batch,
+			      memory_order_relaxed);
+	return reconfigure(p, edit_batch, &max_batch);
+}
+
+int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)
+{
+	if (!p)
+		return -EINVAL;
+	/* relaxed: producers pick it up on their next call */
+	atomic_store_explicit(&p->live_flush_ns, ns, memory_order_relaxed);
+	return 0;
+}
+
+int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
+				const struct bp_wait_policy *w)
+{
+	if (!p || bp_wait_policy_check(w))
+		return -EINVAL;
+	return reconfigure(p, edit_wait, w);
+}
+
+int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
+{
+	if (!p)
+		return -EINVAL;
+	return reconfigure(p, edit_ctx, &ctx);
+}

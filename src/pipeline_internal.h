@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* The pipeline's private structures, shared by pipeline.c, worker.c, sink.c. */
+#ifndef BP_SRC_PIPELINE_INTERNAL_H
+#define BP_SRC_PIPELINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <batchpipe/error.h>
+#include <batchpipe/pipeline.h>
+#include <batchpipe/ring.h>
+
+#include "alloc.h"
+
+/*
+ * A statistics counter: written by one thread only, read by anyone. The
+ * add is a load and a store, not an atomic read-modify-write (no lock
+ * prefix, no contention); relaxed atomics keep concurrent readers defined.
+ */
+typedef _Atomic uint64_t bp_counter;
+
+static inline void stat_add(bp_counter *c, uint64_t v)
+{
+	/* relaxed: single writer; readers want a snapshot, nothing ordered */
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static inline uint64_t stat_get(const bp_counter *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* What workers read each pass through RCU (QSBR): replaced, never changed. */
+struct live_cfg {
+	unsigned max_batch;
+	struct bp_wait_policy worker_wait;
+	void *stage_ctx;
+};
+
+struct bp_worker {
+	/* owned by the worker thread */
+	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
+	unsigned id;
+	int cpu; /* -1: not pinned */
+	void *state;
+	struct bp_ring *egress; /* this worker -> sink, single/single */
+	struct bp_job **buf;	/* dequeue buffer, max_inflight entries */
+	struct bp_job **done;	/* completed, not yet handed off */
+	unsigned ndone;
+	unsigned done_cap;
+	uint64_t taken;	 /* jobs ever taken from ingress */
+	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
+	const struct live_cfg *cfg; /* valid during one pass */
+	bool cancel_called;
+
+	pthread_t thread;
+	bool thread_started;
+	_Atomic int init_rc;
+
+	/* statistics: written by this worker only */
+	bp_counter st_batches, st_jobs;
+	bp_counter st_batch_hist[BP_BATCH_BUCKETS];
+
+	/* ordered mode: jobs of this worker the sink has delivered (sink
+	 * writes) */
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t delivered;
+};
+
+enum pipeline_state {
+	P_CREATED = 0,
+	P_RUNNING,
+	P_STOPPING, /* drain or abort begun */
+	P_STOPPED,  /* threads joined */
+};
+
+struct bp_pipeline {
+	struct bp_pipeline_config cfg; /* validated copy; worker_cpus -> cpus */
+	int *cpus;
+	struct bp_ring *ingress;
+	struct bp_worker *workers;
+	unsigned nworkers;
+	uint64_t seq_base; /* ingress start position: seq of the first job */
+
+	/* live values read by producers (not RCU readers): relaxed atomics */
+	_Atomic unsigned live_max_batch;
+	_Atomic uint64_t live_flush_ns;
+	/* read by workers through RCU */
+	struct live_cfg *live;
+	_Atomic int
+		reconfig_busy; /* one reconfiguration at a time (cold path) */
+
+	_Atomic int state;
+	_Atomic int aborting;
+	_Atomic int start_go; /* 1: run, -1: start failed, exit */
+	_Atomic unsigned inits_done;
+	struct bp_waitq start_wq;
+
+	/* sink */
+	pthread_t sink_thread;
+	bool sink_started;
+	struct bp_waitq sink_wq; /* the sink sleeps here; workers wake it */
+	bool *sink_ended;	 /* per worker: its egress stream has ended */
+	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
+	struct bp_job **window; /* ordered mode: reorder window, by seq */
+	uint64_t window_mask;
+	uint64_t next_seq;
+	bp_counter st_ok, st_failed, st_cancelled, st_sink_batches;
+	bp_counter st_lat[BP_LAT_BUCKETS];
+};
+
+void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
+	     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+void *bpi_worker_main(void *arg);
+void *bpi_sink_main(void *arg);
+
+/* Latency bucket of a duration in ns: 4 buckets per power of two. */
+unsigned bpi_lat_bucket(uint64_t ns);
+
+/* Pin the calling thread to one CPU; 0 or a negative errno. */
+int bpi_pin_self(int cpu);
+
+#endif

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A pool of fixed-size objects: one cache-line aligned block, its free
+ * objects kept in a batchpipe ring. Allocation is a burst dequeue and free
+ * an enqueue, so any thread may free what another allocated, in batches,
+ * without a lock.
+ */
+#include <errno.h>
+
+#include <batchpipe/pipeline.h>
+#include <batchpipe/ring.h>
+
+#include "alloc.h"
+
+struct bp_pool {
+	struct bp_ring *free;
+	char *base;
+	size_t obj_size; /* rounded up to a cache line */
+	unsigned count;
+	size_t bytes;
+};
+
+int bp_pool_create(size_t obj_size, unsigned count, struct bp_pool **out)
+{
+	struct bp_pool *pool;
+	int rc;
+
+	if (!out || obj_size == 0 || count == 0 ||
+	    count > BP_RING_MAX_CAPACITY || obj_size > (SIZE_MAX / 2) / count)
+		return -EINVAL;
+	pool = bpi_alloc_aligned(sizeof(*pool), BP_CACHE_LINE);
+	if (!pool)
+		return -ENOMEM;
+	pool->obj_size =
+		(obj_size + BP_CACHE_LINE - 1) & ~(size_t)(BP_CACHE_LINE - 1);
+	pool->count = count;
+	pool->bytes = pool->obj_size * count;
+	pool->base = bpi_alloc_aligned(pool->bytes, BP_CACHE_LINE);
+	rc = bp_ring_create(count, 0, &pool->free);
+	if (!pool->base || rc) {
+		bp_ring_destroy(pool->free);
+		bpi_free_aligned(pool->base, pool->bytes, BP_CACHE_LINE);
+		bpi_free_aligned(pool, sizeof(*pool), BP_CACHE_LINE);
+		return rc ? rc : -ENOMEM;
+	}
+	for (unsigned i = 0; i < count; i++) {
+		void *obj = pool->base + (size_t)i * pool->obj_size;
+
+		bp_ring_enqueue_bulk(pool->free, &obj, 1, NULL);
+	}
+	*out = pool;
+	return 0;
+}
+
+unsigned bp_pool_alloc(struct bp_pool *pool, void **objs, unsigned n)
+{
+	int k;
+
+	if (!pool || !objs)
+		return 0;
+	k = bp_ring_dequeue_burst(pool->free, objs, n, NULL);
+	return k > 0 ? (unsigned)k : 0;
+}
+
+int bp_pool_free(struct bp_pool *pool, void *const *objs, unsigned n)
+{
+	unsigned off = 0;
+
+	if (!pool || (!objs && n))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		const char *o = objs[i];
+
+		if (o < pool->base || o >= pool->base + pool->bytes ||
+		    (size_t)(o - pool->base) % pool->obj_size)
+			return -EINVAL;
+	}
+	/* the ring holds every object, so it always has room for these */
+	while (off < n) {
+		int k = bp_ring_enqueue_burst(pool->free, objs + off, n - off,
+					      NULL);
+
+		if (k <= 0)
+			return -EINVAL; /* more frees than allocations */
+		off += (unsigned)k;
+	}
+	return 0;
+}
+
+unsigned bp_pool_available(const struct bp_pool *pool)
+{
+	return pool ? bp_ring_count(pool->free) : 0;
+}
+
+void bp_pool_destroy(struct bp_pool *pool)
+{
+	if (!pool)
+		return;
+	bp_ring_destroy(pool->free);
+	bpi_free_aligned(pool->base, pool->bytes, BP_CACHE_LINE);
+	bpi_free_aligned(pool, sizeof(*pool), BP_CACHE_LINE);
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sink thread: takes completed jobs from every worker's egress ring (it
+ * is their only consumer) and calls the application's sink in batches.
+ *
+ * Unordered: each burst goes to the sink callback as it comes.
+ *
+ * Ordered: jobs go into a reorder window indexed by seq (their ingress
+ * position, so seqs are dense) and leave it strictly in seq order. The
+ * window never overflows because workers count a job against their
+ * max_inflight until the sink has *delivered* it (the sink credits them
+ * through worker->delivered): at most workers * max_inflight jobs are
+ * between ingress and delivery, and since workers take ingress positions
+ * in order, every seq in [next_seq, newest taken] belongs to one of them.
+ * So the window holds workers * max_inflight slots and no more.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+#include "ring_internal.h"
+#include "wait_internal.h"
+
+#define SINK_BATCH 256
+#define SEQ_MASK   (BPI_RING_POS_SPACE - 1) /* seqs are 63-bit positions */
+
+/* Count statuses and latencies, then hand the batch to the application. */
+static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
+{
+	int64_t now = bp_now_ns();
+	uint64_t ok = 0, failed = 0, cancelled = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int32_t st = jobs[i]->status;
+		int64_t lat = now - jobs[i]->submit_ns;
+
+		if (st == BP_JOB_OK)
+			ok++;
+		else if (st == BP_JOB_CANCELLED)
+			cancelled++;
+		else
+			failed++;
+		stat_add(
+			&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)],
+			1);
+	}
+	stat_add(&p->st_ok, ok);
+	stat_add(&p->st_failed, failed);
+	stat_add(&p->st_cancelled, cancelled);
+	stat_add(&p->st_sink_batches, 1);
+	p->cfg.sink(p->cfg.sink_ctx, jobs, n);
+}
+
+/*
+ * Ordered mode: file jobs into the window, then deliver the run that starts
+ * at next_seq, crediting each job's worker once per batch.
+ */
+static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
+			    unsigned n, uint64_t *credit)
+{
+	struct bp_job *out[SINK_BATCH];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		p->window[jobs[i]->seq & p->window_mask] = jobs[i];
+	for (;;) {
+		struct bp_job **slot = &p->window[p->next_seq & p->window_mask];
+		struct bp_job *j = *slot;
+
+		if (!j || j->seq != p->next_seq) {
+			if (k == 0)
+				return;
+		} else {
+			*slot = NULL;
+			out[k++] = j;
+			credit[j->worker]++;
+			p->next_seq = (p->next_seq + 1) & SEQ_MASK;
+			if (k < SINK_BATCH)
+				continue;
+		}
+		deliver(p, out, k);
+		for (unsigned w = 0; w < p->nworkers; w++) {
+			if (!credit[w])
+				continue;
+			/* relaxed: the worker only uses it as a count */
+			atomic_store_explicit(
+				&p->workers[w].delivered,
+				atomic_load_explicit(&p->workers[w].delivered,
+						     memory_order_relaxed) +
+					credit[w],
+				memory_order_relaxed);
+			credit[w] = 0;
+		}
+		k = 0;
+	}
+}
+
+/* Wake condition of an idle sink: a job to take, or a stream to end. */
+static int sink_has_work(void *arg)
+{
+	struct bp_pipeline *p = arg;
+
+	for (unsigned i = 0; i < p->nworkers; i++) {
+		struct bp_ring *r = p->workers[i].egress;
+
+		if (!p->sink_ended[i] &&
+		    (bp_ring_count(r) > 0 || bp_ring_is_closed(r)))
+			return 1;
+	}
+	return 0;
+}
+
+void *bpi_sink_main(void *arg)
+{
+	struct bp_pipeline *p = arg;
+	struct bp_job *buf[SINK_BATCH];
+	uint64_t *credit = p->sink_credit;
+	bool *ended = p->sink_ended;
+	unsigned open = p->nworkers;
+
+	if (p->cfg.sink_cpu >= 0 && bpi_pin_self(p->cfg.sink_cpu) < 0)
+		bpi_log(p, BP_LOG_WARN, "sink: cannot pin to CPU %d",
+			p->cfg.sink_cpu);
+
+	while (open > 0) {
+		unsigned progress = 0;
+
+		for (unsigned i = 0; i < p->nworkers; i++) {
+			int n;
+
+			if (ended[i])
+				continue;
+			n = bp_ring_dequeue_burst(p->workers[i].egress,
+						  (void **)buf, SINK_BATCH,
+						  NULL);
+			if (n > 0) {
+				progress++;
+				if (p->cfg.ordered)
+					deliver_ordered(p, buf, (unsigned)n,
+							credit);
+				else
+					deliver(p, buf, (unsigned)n);
+			} else if (n == -EPIPE) {
+				ended[i] = true;
+				open--;
+			}
+		}
+		if (!progress && open > 0) {
+			struct bp_wait_policy pol = p->cfg.sink_wait;
+
+			bpi_wait_loop(&pol, &p->sink_wq, sink_has_work, p, -1);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pipeline statistics: every counter has one writer (a worker or the sink)
+ * and is summed here when read. Latency buckets are log-scale: 4 per power
+ * of two of nanoseconds (bucket upper bounds 1, 2, 3, 4, 5, 6, 7, 8, 10, 12,
+ * 14, 16, 20, ... ns), so a percentile is known to within 25 %.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+#include "ring_internal.h"
+
+unsigned bpi_lat_bucket(uint64_t ns)
+{
+	unsigned log, b;
+
+	if (ns < 8)
+		return (unsigned)
+			ns; /* buckets 0..7 are exact: [0,1) .. [7,8) */
+	log = 63u - (unsigned)__builtin_clzll(ns); /* >= 3 */
+	/* the two bits below the leading one pick the quarter */
+	b = 4 * (log - 1) + (unsigned)((ns >> (log - 2)) & 3);
+	return b < BP_LAT_BUCKETS ? b : BP_LAT_BUCKETS - 1;
+}
+
+uint64_t bp_lat_bucket_ns(unsigned i)
+{
+	unsigned log, q;
+
+	if (i < 8)
+		return i + 1;
+	if (i >= BP_LAT_BUCKETS - 1)
+		return UINT64_MAX;
+	log = i / 4 + 1;
+	q = i % 4;
+	/* bucket covers [2^log + q*2^(log-2), 2^log + (q+1)*2^(log-2)) */
+	return (UINT64_C(1) << log) + ((uint64_t)(q + 1) << (log - 2));
+}
+
+static uint64_t percentile(const uint64_t *hist, uint64_t total, double q)
+{
+	uint64_t want = (uint64_t)((double)total * q), seen = 0;
+
+	if (total == 0)
+		return 0;
+	if (want >= total)
+		want = total - 1;
+	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen > want)
+			return bp_lat_bucket_ns(i);
+	}
+	return bp_lat_bucket_ns(BP_LAT_BUCKETS - 1);
+}
+
+int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
+{
+	uint64_t lat_total = 0;
+
+	if (!p || !s)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	/* every job that got a ring position was accepted by bp_submit */
+	s->submitted = bpi_ring_enqueued(p->ingress);
+	s->ok = stat_get(&p->st_ok);
+	s->failed = stat_get(&p->st_failed);
+	s->cancelled = stat_get(&p->st_cancelled);
+	s->sink_batches = stat_get(&p->st_sink_batches);
+	for (unsigned i = 0; i < p->nworkers; i++) {
+		struct bp_worker *w = &p->workers[i];
+		long hwm = bp_ring_high_water(w->egress);
+
+		s->worker_batches += stat_get(&w->st_batches);
+		s->worker_jobs += stat_get(&w->st_jobs);
+		for (unsigned b = 0; b < BP_BATCH_BUCKETS; b++)
+			s->batch_hist[b] += stat_get(&w->st_batch_hist[b]);
+		if (hwm > (long)s->egress_high_water)
+			s->egress_high_water = (unsigned)hwm;
+	}
+	s->ingress_high_water = (unsigned)bp_ring_high_water(p->ingress);
+	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {
+		s->lat_hist[i] = stat_get(&p->st_lat[i]);
+		lat_total += s->lat_hist[i];
+	}
+	s->lat_p50_ns = percentile(s->lat_hist, lat_total, 0.50);
+	s->lat_p99_ns = percentile(s->lat_hist, lat_total, 0.99);
+	s->lat_p999_ns = percentile(s->lat_hist, lat_total, 0.999);
+	return 0;
+}
+
+/* Append with snprintf rules: *len counts what would have been written. */
+#define PUT(...)                                                               \
+	do {                                                                   \
+		int n_ = snprintf(len < size ? buf + len : NULL,               \
+				  len < size ? size - len : 0, __VA_ARGS__);   \
+		if (n_ > 0)                                                    \
+			len += (size_t)n_;                                     \
+	} while (0)
+
+int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
+			   size_t size)
+{
+	size_t len = 0;
+	const char *sep = "";
+
+	if (!s || (!buf && size))
+		return -EINVAL;
+	PUT("{\"submitted\":%llu,\"ok\":%llu,\"failed\":%llu,\"cancelled\":%"
+	    "llu,",
+	    (unsigned long long)s->submitted, (unsigned long long)s->ok,
+	    (unsigned long long)s->failed, (unsigned long long)s->cancelled);
+	PUT("\"worker_batches\":%llu,\"worker_jobs\":%llu,\"sink_batches\":%"
+	    "llu,",
+	    (unsigned long long)s->worker_batches,
+	    (unsigned long long)s->worker_jobs,
+	    (unsigned long long)s->sink_batches);
+	PUT("\"ingress_high_water\":%u,\"egress_high_water\":%u,",
+	    s->ingress_high_water, s->egress_high_water);
+	PUT("\"latency_ns\":{\"p50\":%llu,\"p99\":%llu,\"p999\":%llu},",
+	    (unsigned long long)s->lat_p50_ns,
+	    (unsigned long long)s->lat_p99_ns,
+	    (unsigned long long)s->lat_p999_ns);
+	PUT("\"batch_size_hist\":{");
+	for (unsigned b = 0; b < BP_BATCH_BUCKETS; b++) {
+		if (!s->batch_hist[b])
+			continue;
+		PUT("%s\"%u\":%llu", sep, 1u << b,
+		    (unsigned long long)s->batch_hist[b]);
+		sep = ",";
+	}
+	PUT("},\"latency_hist_ns\":{");
+	sep = "";
+	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {
+		if (!s->lat_hist[i])
+			continue;
+		PUT("%s\"%llu\":%llu", sep,
+		    (unsigned long long)bp_lat_bucket_ns(i),
+		    (unsigned long long)s->lat_hist[i]);
+		sep = ",";
+	}
+	PUT("}}");
+	return (int)len;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker loop. Each pass:
+ *
+ *   announce a quiescent state (RCU QSBR), read the live configuration
+ *   poll the stage                       (asynchronous completions)
+ *   dequeue a burst <= B from ingress    only while below max_inflight
+ *   process it                           (or cancel it, when aborting)
+ *   hand completed jobs to the sink      one enqueue on the worker's own ring
+ *
+ * Nothing here is shared with another worker: the only shared writes are
+ * the ingress consumer CAS (one per batch) and the egress ring (this
+ * worker is its only producer). Counters are the worker's own.
+ *
+ * A worker with nothing to do and nothing in flight waits on the ingress
+ * ring's eventcount as its wait policy says, offline for RCU meanwhile (a
+ * sleeping worker must not hold up a reconfiguration). With jobs in flight
+ * it keeps polling the stage, yielding the CPU between passes.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "pipeline_internal.h"
+#include "ring_internal.h"
+#include "wait_internal.h"
+
+unsigned bp_worker_id(const struct bp_worker *w)
+{
+	return w->id;
+}
+
+void *bp_worker_stage_ctx(const struct bp_worker *w)
+{
+	return w->cfg->stage_ctx;
+}
+
+static inline uint64_t credited(const struct bp_worker *w)
+{
+	if (w->p->cfg.ordered)
+		/* relaxed: a count of jobs released, only used as credit */
+		return atomic_load_explicit(&w->delivered,
+					    memory_order_relaxed);
+	return w->handed;
+}
+
+unsigned bp_worker_inflight(const struct bp_worker *w)
+{
+	return (unsigned)(w->taken - credited(w));
+}
+
+void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+{
+	/* done has room for every job the worker may hold (max_inflight) */
+	if (w->ndone + n > w->done_cap) {
+		bpi_log(w->p, BP_LOG_ERROR,
+			"worker %u: more completions than jobs taken", w->id);
+		n = w->done_cap - w->ndone;
+	}
+	memcpy(&w->done[w->ndone], jobs, n * sizeof(*jobs));
+	w->ndone += n;
+}
+
+/* Hand completed jobs to the sink; returns how many went. */
+static unsigned hand_off(struct bp_worker *w)
+{
+	int n = bp_ring_enqueue_burst(w->egress, (void **)w->done, w->ndone,
+				      NULL);
+
+	if (n <= 0)
+		return 0; /* egress full: the sink is behind, retry next pass */
+	if ((unsigned)n < w->ndone)
+		memmove(w->done, w->done + n,
+			(w->ndone - (unsigned)n) * sizeof(*w->done));
+	w->ndone -= (unsigned)n;
+	w->handed += (uint64_t)n;
+	bp_waitq_wake_all(&w->p->sink_wq);
+	return (unsigned)n;
+}
+
+static void cancel_jobs(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		jobs[i]->status = BP_JOB_CANCELLED;
+	bp_worker_complete(w, jobs, n);
+}
+
+static void note_batch(struct bp_worker *w, unsigned n)
+{
+	unsigned b = 0;
+
+	while ((2u << b) <= n && b < BP_BATCH_BUCKETS - 1)
+		b++;
+	stat_add(&w->st_batches, 1);
+	stat_add(&w->st_jobs, n);
+	stat_add(&w->st_batch_hist[b], 1);
+}
+
+/* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
+static int take_batch(struct bp_worker *w)
+{
+	struct bp_pipeline *p = w->p;
+	unsigned room = p->cfg.max_inflight - bp_worker_inflight(w);
+	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
+	int n;
+
+	if (want == 0)
+		return 0;
+	n = bp_ring_dequeue_burst(p->ingress, (void **)w->buf, want, NULL);
+	if (n <= 0)
+		return n;
+	w->taken += (uint64_t)n;
+	note_batch(w, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		w->buf[i]->worker = w->id;
+	/* acquire: jobs taken after abort began are not started */
+	if (atomic_load_explicit(&p->aborting, memory_order_acquire))
+		cancel_jobs(w, w->buf, (unsigned)n);
+	else
+		p->cfg.stage->process(w->state, w, w->buf, (unsigned)n);
+	return n;
+}
+
+/* Wake condition of an idle worker: jobs to take, or the stream ended. */
+static int worker_has_work(void *arg)
+{
+	struct bp_worker *w = arg;
+	struct bp_ring *in = w->p->ingress;
+
+	return bp_ring_count(in) > 0 || bp_ring_is_closed(in);
+}
+
+static void idle(struct bp_worker *w, bool eos)
+{
+	struct bp_wait_policy pol = w->cfg->worker_wait;
+
+	/*
+	 * Jobs in the stage or waiting for the sink (ordered credit, a full
+	 * egress ring): poll again soon, but let the other threads run.
+	 */
+	if (eos || w->taken != w->handed ||
+	    bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
+		sched_yield();
+		return;
+	}
+
+	urcu_qsbr_thread_offline();
+	bpi_wait_loop(&pol, bpi_ring_not_empty(w->p->ingress), worker_has_work,
+		      w, -1);
+	urcu_qsbr_thread_online();
+}
+
+/* Wait for start() to say go (1) or give up (-1). */
+static int wait_go(struct bp_pipeline *p)
+{
+	for (;;) {
+		uint32_t key = bp_waitq_prepare(&p->start_wq);
+		/* acquire: pairs with start()'s release of start_go */
+		int go = atomic_load_explicit(&p->start_go,
+					      memory_order_acquire);
+
+		if (go != 0) {
+			bp_waitq_cancel(&p->start_wq);
+			return go;
+		}
+		bp_waitq_sleep(&p->start_wq, key, -1);
+		bp_waitq_cancel(&p->start_wq);
+	}
+}
+
+void *bpi_worker_main(void *arg)
+{
+	struct bp_worker *w = arg;
+	struct bp_pipeline *p = w->p;
+	const struct bp_stage *st = p->cfg.stage;
+	bool eos = false;
+	int rc = 0;
+
+	urcu_qsbr_register_thread();
+	w->cfg = rcu_dereference(p->live);
+	if (st->init)
+		rc = st->init(w, &w->state);
+	/* release: start() reads the result after seeing inits_done */
+	atomic_store_explicit(&w->init_rc, rc, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->inits_done, 1, memory_order_release);
+	bp_waitq_wake_all_slow(&p->start_wq);
+	urcu_qsbr_thread_offline();
+	int go = wait_go(p);
+	urcu_qsbr_thread_online();
+	if (go < 0 || rc != 0)
+		goto out;
+
+	for (;;) {
+		unsigned progress = 0;
+
+		urcu_qsbr_quiescent_state();
+		w->cfg = rcu_dereference(p->live);
+		if (st->poll && w->taken != w->handed + w->ndone)
+			st->poll(w->state, w);
+		/* acquire: pairs with abort()'s release */
+		if (!w->cancel_called &&
+		    atomic_load_explicit(&p->aborting, memory_order_acquire)) {
+			w->cancel_called = true;
+			if (st->cancel)
+				st->cancel(w->state, w);
+		}
+		if (!eos) {
+			int n = take_batch(w);
+
+			if (n > 0)
+				progress++;
+			else if (n == -EPIPE)
+				eos = true;
+		}
+		if (w->ndone)
+			progress += hand_off(w);
+		if (eos && w->taken == w->handed)
+			break;
+		if (!progress)
+			idle(w, eos);
+	}
+out:
+	if (rc == 0 && st->fini)
+		st->fini(w->state, w);
+	/* this worker is its egress ring's only producer: it ends the stream */
+	bp_ring_close(w->egress);
+	bp_waitq_wake_all_slow(&p->sink_wq);
+	urcu_qsbr_unregister_thread();
+	return NULL;
+}
