@@ -4,7 +4,8 @@
 set -eu
 
 PKGS="build-essential meson ninja-build pkg-config python3 liburcu-dev libck-dev
-libfabric-dev libfabric-bin libjemalloc-dev libcmocka-dev gnuplot-nox"
+libfabric-dev libfabric-bin libjemalloc-dev libcmocka-dev zlib1g-dev gzip
+gnuplot-nox"
 
 missing=""
 for p in $PKGS; do
