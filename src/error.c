@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bp_strerror: text for batchpipe's return values. */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "bp_config.h"
@@ -13,6 +14,8 @@
  */
 const char *bp_strerror(int err)
 {
+	if (err == INT_MIN)
+		return "unknown error";
 	if (err < 0)
 		err = -err;
 	switch (err) {

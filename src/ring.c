@@ -89,7 +89,8 @@ struct bp_ring {
 	unsigned capacity;
 	unsigned flags;
 	size_t alloc_size;
-	uint64_t start;			/* first position */
+	uint64_t start;	    /* first position */
+	unsigned hwm_shift; /* high-water sampling: log2 of the interval */
 	_Atomic uint32_t wait_strategy; /* relaxed: a policy, not data */
 	_Atomic uint32_t wait_spin_ns;
 	_Atomic uint32_t wait_yields;
@@ -141,6 +142,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	r->shift = shift;
 	r->mask = cap - 1;
 	r->flags = flags;
+	r->hwm_shift = shift > 3 ? (shift - 3 < 8 ? shift - 3 : 8) : 0;
 	start &= BPI_RING_POS_SPACE - 1;
 	r->start = start;
 	/*
@@ -235,12 +237,10 @@ static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
 		}
 		room = (int64_t)r->capacity - used;
 		if (unlikely(room < (int64_t)n && !fresh)) {
-			/* acquire: pairs with consumers' release of cons.head
-			 * (2) */
+			/* acquire: pairs with consumers' release (2) */
 			ch = atomic_load_explicit(&r->cons_head,
 						  memory_order_acquire);
-			/* release: passes (2) on to the producer that loads it
-			 */
+			/* release: passes (2) on to other producers */
 			atomic_store_explicit(&r->prod_cons_cache, ch,
 					      memory_order_release);
 			fresh = true;
@@ -262,8 +262,7 @@ static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
 					      memory_order_relaxed);
 			break;
 		}
-		/* relaxed both ways: the claim orders nothing; failure reloads
-		 * ph */
+		/* relaxed: the claim orders nothing; failure reloads ph */
 		if (atomic_compare_exchange_weak_explicit(
 			    &r->prod_head, &ph, ph + 2 * (uint64_t)k,
 			    memory_order_relaxed, memory_order_relaxed))
@@ -316,8 +315,16 @@ static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 	store_run(r->slots, items + first, k - first, tag ^ 1);
 }
 
-static void note_high_water(struct bp_ring *r)
+/*
+ * The high-water mark is sampled: reading the consumers' index costs a
+ * cache miss when they are busy, so it is read only when a reservation
+ * [pos, pos + k) crosses a multiple of hwm_shift positions: once per
+ * min(256, capacity / 8) items, and on every operation at least that big.
+ */
+static void note_high_water(struct bp_ring *r, uint64_t pos, unsigned k)
 {
+	if (((pos - 1) ^ (pos + k - 1)) >> r->hwm_shift == 0)
+		return;
 	/* relaxed: the mark is statistics, a snapshot is what it promises */
 	uint64_t used =
 		((atomic_load_explicit(&r->prod_head, memory_order_relaxed) &
@@ -352,7 +359,7 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 		return k;
 	publish(r, pos, items, (unsigned)k);
 	if (r->flags & BP_RING_HWM)
-		note_high_water(r);
+		note_high_water(r, pos, (unsigned)k);
 	bp_waitq_wake_all(&r->not_empty);
 	return k;
 }
@@ -470,6 +477,15 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 	/* acquire: (3), no slot read may see an item older than a lap */
 	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
 	unsigned k;
+
+	if (unlikely(n > r->capacity)) {
+		/* a scan covers at most one lap; bulk can never be satisfied */
+		if (bulk) {
+			*chp = ch;
+			return empty_or_eos(r, ch, n);
+		}
+		n = r->capacity;
+	}
 
 	for (;;) {
 		k = scan(r, ch >> 1, out, n);
@@ -713,22 +729,6 @@ int bp_ring_enqueue_zc_burst_start(struct bp_ring *r, unsigned n,
 	return enq_zc_start(r, n, false, zc);
 }
 
-int bp_ring_zc_put(struct bp_ring_zc *zc, void *item)
-{
-	unsigned i = zc->put;
-	unsigned part = i < zc->n[0] ? 0 : 1;
-
-	if (i >= zc->count)
-		return -ERANGE;
-	if ((uintptr_t)item & 1)
-		return -EINVAL;
-	/* release: the item's contents before its slot, pairs with (1) */
-	__atomic_store_n(&zc->slot[part][part ? i - zc->n[0] : i],
-			 (uintptr_t)item | zc->lap[part], __ATOMIC_RELEASE);
-	zc->put = i + 1;
-	return 0;
-}
-
 int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
 {
 	if (!zc || zc->put != zc->count)
@@ -736,7 +736,7 @@ int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
 	if (zc->count == 0)
 		return 0;
 	if (r->flags & BP_RING_HWM)
-		note_high_water(r);
+		note_high_water(r, zc->pos, zc->count);
 	bp_waitq_wake_all(&r->not_empty);
 	zc->count = 0;
 	zc->put = 0;

@@ -21,17 +21,19 @@ extern "C" {
 #define BP_JOB_CANCELLED (-ECANCELED)
 
 struct bp_job {
-	/*
-	 * Per-operation context for an asynchronous stage: room and alignment
-	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can
-	 * pass &job->op_context as the operation context and find the job again
-	 * from a completion. Owned by the stage while the job is in flight.
-	 */
-	void *op_context[8];
+	/* the fields the pipeline touches come first: one cache line */
 	uint64_t seq;	   /* submission order, set by the pipeline at submit */
 	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
 	int32_t status;	   /* set by the stage before completing the job */
 	uint32_t worker;   /* index of the worker that took the job */
+	/*
+	 * Per-operation context for an asynchronous stage: room and alignment
+	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can
+	 * pass job->op_context as the operation context and find the job again
+	 * from a completion (container_of). Owned by the stage while the job
+	 * is in flight.
+	 */
+	void *op_context[8];
 };
 
 #ifdef __cplusplus

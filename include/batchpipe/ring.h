@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <batchpipe/error.h>
 #include <batchpipe/wait.h>
 
 #ifdef __cplusplus
@@ -54,8 +55,8 @@ struct bp_ring;
 #define BP_RING_HWM                                                            \
 	0x4u /* track the high-water mark (a little cost per enqueue) */
 
-/* Largest capacity accepted: 2^31 slots. */
-#define BP_RING_MAX_CAPACITY (1u << 31)
+/* Largest capacity accepted: 2^30 slots (counts fit in an int). */
+#define BP_RING_MAX_CAPACITY (1u << 30)
 
 /*
  * Create a ring with room for at least `capacity` items; a capacity that is
@@ -128,7 +129,9 @@ int bp_ring_is_closed(const struct bp_ring *r);
 /*
  * Occupancy. bp_ring_count() is exact when the ring is quiet and a snapshot
  * otherwise. bp_ring_high_water() returns the largest count observed after
- * an enqueue, or -EOPNOTSUPP if the ring was created without BP_RING_HWM.
+ * an enqueue, sampled once per min(256, capacity / 8) items (and on every
+ * operation at least that big, so it is cheap under load), or -EOPNOTSUPP if
+ * the ring was created without BP_RING_HWM.
  */
 unsigned bp_ring_count(const struct bp_ring *r);
 unsigned bp_ring_free_count(const struct bp_ring *r);
@@ -176,7 +179,10 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 /* Item i (0 <= i < zc->count) of a dequeue reservation. */
 static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
 {
-	uintptr_t v = i < zc->n[0] ? zc->slot[0][i] : zc->slot[1][i - zc->n[0]];
+	/* relaxed: the acquire fence in *_zc_*_start ordered the contents */
+	uintptr_t v = __atomic_load_n(i < zc->n[0] ? &zc->slot[0][i]
+						   : &zc->slot[1][i - zc->n[0]],
+				      __ATOMIC_RELAXED);
 
 	return (void *)(v & ~(uintptr_t)1);
 }
@@ -186,7 +192,20 @@ static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
  * Returns 0, -EINVAL if the item has bit 0 set (nothing stored: put a valid
  * item instead) or -ERANGE if all reserved slots are already put.
  */
-int bp_ring_zc_put(struct bp_ring_zc *zc, void *item);
+static inline int bp_ring_zc_put(struct bp_ring_zc *zc, void *item)
+{
+	unsigned i = zc->put, part = i < zc->n[0] ? 0 : 1;
+
+	if (i >= zc->count)
+		return -ERANGE;
+	if ((uintptr_t)item & 1)
+		return -EINVAL;
+	/* release: the item's contents before its slot (the publication) */
+	__atomic_store_n(&zc->slot[part][part ? i - zc->n[0] : i],
+			 (uintptr_t)item | zc->lap[part], __ATOMIC_RELEASE);
+	zc->put = i + 1;
+	return 0;
+}
 
 #pragma GCC visibility pop
 

@@ -83,7 +83,7 @@ extern int bp_waitq_need_fence_;
  * sleeper load above the publication; the CPU-level ordering comes from the
  * sleeper's membarrier in bp_waitq_prepare().
  */
-static inline void bp_waitq_wake_all(struct bp_waitq *q)
+static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 {
 	if (bp_waitq_need_fence_)
 		atomic_thread_fence(
@@ -92,7 +92,13 @@ static inline void bp_waitq_wake_all(struct bp_waitq *q)
 		atomic_signal_fence(
 			memory_order_seq_cst); /* compiler only; see above */
 	/* relaxed: ordered by the fence or by the sleeper's membarrier */
-	if (atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0)
+	return atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0;
+}
+
+/* Wake every sleeper if there is one: the usual call after publishing. */
+static inline void bp_waitq_wake_all(struct bp_waitq *q)
+{
+	if (bp_waitq_has_sleepers(q))
 		bp_waitq_wake_all_slow(q);
 }
 
