@@ -30,13 +30,13 @@ run_suite() { # name builddir "meson options" "meson test args"
 	logs="$logs $dir/meson-logs/testlog.json"
 }
 
-run_suite plain build "" ""
+run_suite plain build "-Dwerror=true" ""
 if [ $fast -eq 0 ]; then
 	run_suite tsan build-tsan \
-		"-Db_sanitize=thread -Dallocator=libc -Dbench=false -Dexamples=false" \
+		"-Dwerror=true -Db_sanitize=thread -Dallocator=libc -Dbench=false -Dexamples=false" \
 		"--suite stress --suite block --timeout-multiplier 4"
 	run_suite asan build-asan \
-		"-Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
+		"-Dwerror=true -Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
 		"--suite unit --suite example"
 fi
 

@@ -26,6 +26,7 @@
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
+#include "tsan.h"
 #include "wait_internal.h"
 
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
@@ -91,10 +92,12 @@ static int check_config(const struct bp_pipeline_config *c)
 		return invalid(c, "max_batch (1..4096)");
 	if (c->max_inflight < c->max_batch || c->max_inflight > BP_MAX_INFLIGHT)
 		return invalid(c, "max_inflight (max_batch..65536)");
-	if (bp_wait_policy_check(&c->worker_wait) ||
-	    bp_wait_policy_check(&c->sink_wait) ||
-	    bp_wait_policy_check(&c->producer_wait))
-		return invalid(c, "wait policy");
+	if (bp_wait_policy_check(&c->worker_wait))
+		return invalid(c, "worker_wait (unknown strategy)");
+	if (bp_wait_policy_check(&c->sink_wait))
+		return invalid(c, "sink_wait (unknown strategy)");
+	if (bp_wait_policy_check(&c->producer_wait))
+		return invalid(c, "producer_wait (unknown strategy)");
 	if (c->n_worker_cpus > 0 && !c->worker_cpus)
 		return invalid(c, "worker_cpus (NULL with n_worker_cpus > 0)");
 	for (unsigned i = 0; i < c->n_worker_cpus; i++)
@@ -304,6 +307,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);
 	bp_waitq_wake_all_slow(&p->start_wq);
 	if (rc) {
+		bp_ring_close(p->ingress); /* no submit may slip in */
 		join_workers(p);
 		/*
 		 * Workers closed their egress rings on the way out; the
@@ -453,9 +457,12 @@ static int reconfigure(struct bp_pipeline *p,
 	old = p->live;
 	*nc = *old;
 	edit(nc, arg);
+	bp_tsan_release(nc); /* TSAN: workers acquire it after dereferencing */
 	old = rcu_xchg_pointer(&p->live, nc);
 	/* every worker has passed a quiescent state: none can see old */
 	urcu_qsbr_synchronize_rcu();
+	for (unsigned i = 0; i < p->nworkers; i++)
+		bp_tsan_acquire(&p->workers[i]); /* TSAN: see worker.c */
 	free(old);
 	/* release: pairs with the acquire above */
 	atomic_store_explicit(&p->reconfig_busy, 0, memory_order_release);

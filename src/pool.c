@@ -3,9 +3,13 @@
  * A pool of fixed-size objects: one cache-line aligned block, its free
  * objects kept in a batchpipe ring. Allocation is a burst dequeue and free
  * an enqueue, so any thread may free what another allocated, in batches,
- * without a lock.
+ * without a lock. A byte per object says whether it is out: freeing one
+ * that is not (a double free) is refused instead of corrupting the pool.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include <batchpipe/pipeline.h>
 #include <batchpipe/ring.h>
@@ -18,6 +22,7 @@ struct bp_pool {
 	size_t obj_size; /* rounded up to a cache line */
 	unsigned count;
 	size_t bytes;
+	_Atomic uint8_t *out; /* per object: 1 while allocated */
 };
 
 int bp_pool_create(size_t obj_size, unsigned count, struct bp_pool **out)
@@ -36,9 +41,11 @@ int bp_pool_create(size_t obj_size, unsigned count, struct bp_pool **out)
 	pool->count = count;
 	pool->bytes = pool->obj_size * count;
 	pool->base = bpi_alloc_aligned(pool->bytes, BP_CACHE_LINE);
+	pool->out = calloc(count, sizeof(*pool->out));
 	rc = bp_ring_create(count, 0, &pool->free);
-	if (!pool->base || rc) {
+	if (!pool->base || !pool->out || rc) {
 		bp_ring_destroy(pool->free);
+		free(pool->out);
 		bpi_free_aligned(pool->base, pool->bytes, BP_CACHE_LINE);
 		bpi_free_aligned(pool, sizeof(*pool), BP_CACHE_LINE);
 		return rc ? rc : -ENOMEM;
@@ -52,6 +59,11 @@ int bp_pool_create(size_t obj_size, unsigned count, struct bp_pool **out)
 	return 0;
 }
 
+static size_t obj_index(const struct bp_pool *pool, const void *obj)
+{
+	return (size_t)((const char *)obj - pool->base) / pool->obj_size;
+}
+
 unsigned bp_pool_alloc(struct bp_pool *pool, void **objs, unsigned n)
 {
 	int k;
@@ -59,6 +71,11 @@ unsigned bp_pool_alloc(struct bp_pool *pool, void **objs, unsigned n)
 	if (!pool || !objs)
 		return 0;
 	k = bp_ring_dequeue_burst(pool->free, objs, n, NULL);
+	for (int i = 0; i < k; i++)
+		/* relaxed: whoever frees it got the pointer through a hand-off
+		 */
+		atomic_store_explicit(&pool->out[obj_index(pool, objs[i])], 1,
+				      memory_order_relaxed);
 	return k > 0 ? (unsigned)k : 0;
 }
 
@@ -75,13 +92,26 @@ int bp_pool_free(struct bp_pool *pool, void *const *objs, unsigned n)
 		    (size_t)(o - pool->base) % pool->obj_size)
 			return -EINVAL;
 	}
-	/* the ring holds every object, so it always has room for these */
+	for (unsigned i = 0; i < n; i++) {
+		/* relaxed: the flag only guards against a second free */
+		if (atomic_exchange_explicit(
+			    &pool->out[obj_index(pool, objs[i])], 0,
+			    memory_order_relaxed) == 0) {
+			/* double free: undo this batch, free nothing */
+			while (i-- > 0)
+				atomic_store_explicit(
+					&pool->out[obj_index(pool, objs[i])], 1,
+					memory_order_relaxed);
+			return -EINVAL;
+		}
+	}
+	/* every object has its slot in the ring: this always fits */
 	while (off < n) {
 		int k = bp_ring_enqueue_burst(pool->free, objs + off, n - off,
 					      NULL);
 
 		if (k <= 0)
-			return -EINVAL; /* more frees than allocations */
+			return -EINVAL;
 		off += (unsigned)k;
 	}
 	return 0;
@@ -97,6 +127,7 @@ void bp_pool_destroy(struct bp_pool *pool)
 	if (!pool)
 		return;
 	bp_ring_destroy(pool->free);
+	free(pool->out);
 	bpi_free_aligned(pool->base, pool->bytes, BP_CACHE_LINE);
 	bpi_free_aligned(pool, sizeof(*pool), BP_CACHE_LINE);
 }

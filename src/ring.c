@@ -73,12 +73,29 @@
 
 #include "alloc.h"
 #include "ring_internal.h"
+#include "tsan.h"
 #include "wait_internal.h"
 
 #define CLOSED		 UINT64_C(1)
 #define BP_ALWAYS_INLINE inline __attribute__((always_inline))
 #define likely(x)	 __builtin_expect(!!(x), 1)
 #define unlikely(x)	 __builtin_expect(!!(x), 0)
+
+/*
+ * Slot accesses are relaxed and one fence per batch orders them (see (1)).
+ * Under TSAN, which ignores fences, every slot access carries the ordering.
+ */
+#if BP_TSAN
+#define SLOT_STORE	      __ATOMIC_RELEASE
+#define SLOT_LOAD	      __ATOMIC_ACQUIRE
+#define batch_release_fence() ((void)0)
+#define batch_acquire_fence() ((void)0)
+#else
+#define SLOT_STORE	      __ATOMIC_RELAXED
+#define SLOT_LOAD	      __ATOMIC_RELAXED
+#define batch_release_fence() atomic_thread_fence(memory_order_release)
+#define batch_acquire_fence() atomic_thread_fence(memory_order_acquire)
+#endif
 
 struct bp_ring {
 	/* read-mostly */
@@ -282,18 +299,16 @@ static BP_ALWAYS_INLINE void store_run(uintptr_t *dst, void *const *src,
 	unsigned i = 0;
 
 	for (; i + 4 <= k; i += 4) {
-		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag,
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
 		__atomic_store_n(&dst[i + 1], (uintptr_t)src[i + 1] | tag,
-				 __ATOMIC_RELAXED);
+				 SLOT_STORE);
 		__atomic_store_n(&dst[i + 2], (uintptr_t)src[i + 2] | tag,
-				 __ATOMIC_RELAXED);
+				 SLOT_STORE);
 		__atomic_store_n(&dst[i + 3], (uintptr_t)src[i + 3] | tag,
-				 __ATOMIC_RELAXED);
+				 SLOT_STORE);
 	}
 	for (; i < k; i++)
-		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag,
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
 }
 
 /* Store k items at positions pos.. (the publication, see (1)). */
@@ -305,7 +320,7 @@ static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 	uintptr_t tag = lap_tag(r, pos);
 
 	/* release: item contents before the slot stores; pairs with (1) */
-	atomic_thread_fence(memory_order_release);
+	batch_release_fence();
 	if (likely(k <= first)) {
 		store_run(&r->slots[idx], items, k, tag);
 		return;
@@ -391,17 +406,13 @@ static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
 
 	if (out) {
 		for (; i + 4 <= k; i += 4) {
-			uintptr_t x0 =
-				__atomic_load_n(&s[i], __ATOMIC_RELAXED) ^ tag;
+			uintptr_t x0 = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
 			uintptr_t x1 =
-				__atomic_load_n(&s[i + 1], __ATOMIC_RELAXED) ^
-				tag;
+				__atomic_load_n(&s[i + 1], SLOT_LOAD) ^ tag;
 			uintptr_t x2 =
-				__atomic_load_n(&s[i + 2], __ATOMIC_RELAXED) ^
-				tag;
+				__atomic_load_n(&s[i + 2], SLOT_LOAD) ^ tag;
 			uintptr_t x3 =
-				__atomic_load_n(&s[i + 3], __ATOMIC_RELAXED) ^
-				tag;
+				__atomic_load_n(&s[i + 3], SLOT_LOAD) ^ tag;
 
 			if ((x0 | x1 | x2 | x3) & 1)
 				break;
@@ -412,7 +423,7 @@ static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
 		}
 	}
 	for (; i < k; i++) {
-		uintptr_t x = __atomic_load_n(&s[i], __ATOMIC_RELAXED) ^ tag;
+		uintptr_t x = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
 
 		if (x & 1)
 			return i;
@@ -510,7 +521,7 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 		atomic_store_explicit(&r->cons_head, ch + 2 * (uint64_t)k,
 				      memory_order_release);
 	/* acquire: item contents written before the slots; pairs with (1) */
-	atomic_thread_fence(memory_order_acquire);
+	batch_acquire_fence();
 	*chp = ch;
 	return (int)k;
 }

@@ -31,10 +31,10 @@ uint64_t bp_lat_bucket_ns(unsigned i)
 
 	if (i < 8)
 		return i + 1;
-	if (i >= BP_LAT_BUCKETS - 1)
-		return UINT64_MAX;
 	log = i / 4 + 1;
 	q = i % 4;
+	if (log > 63 || (log == 63 && q == 3))
+		return UINT64_MAX; /* the bound would be 2^64 or beyond */
 	/* bucket covers [2^log + q*2^(log-2), 2^log + (q+1)*2^(log-2)) */
 	return (UINT64_C(1) << log) + ((uint64_t)(q + 1) << (log - 2));
 }

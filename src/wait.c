@@ -103,8 +103,7 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
 	else
-		atomic_thread_fence(memory_order_seq_cst); /* pairs with the
-							      waker's fence */
+		bp_full_fence_(); /* pairs with the waker's fence */
 	/* acquire: a wake that bumped seq published its state before it */
 	return atomic_load_explicit(&q->seq, memory_order_acquire);
 }

@@ -25,6 +25,7 @@
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
+#include "tsan.h"
 #include "wait_internal.h"
 
 unsigned bp_worker_id(const struct bp_worker *w)
@@ -146,6 +147,7 @@ static void idle(struct bp_worker *w, bool eos)
 		return;
 	}
 
+	bp_tsan_release(w); /* TSAN: offline counts as quiescent */
 	urcu_qsbr_thread_offline();
 	bpi_wait_loop(&pol, bpi_ring_not_empty(w->p->ingress), worker_has_work,
 		      w, -1);
@@ -180,12 +182,14 @@ void *bpi_worker_main(void *arg)
 
 	urcu_qsbr_register_thread();
 	w->cfg = rcu_dereference(p->live);
+	bp_tsan_acquire(w->cfg);
 	if (st->init)
 		rc = st->init(w, &w->state);
 	/* release: start() reads the result after seeing inits_done */
 	atomic_store_explicit(&w->init_rc, rc, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->inits_done, 1, memory_order_release);
 	bp_waitq_wake_all_slow(&p->start_wq);
+	bp_tsan_release(w);
 	urcu_qsbr_thread_offline();
 	int go = wait_go(p);
 	urcu_qsbr_thread_online();
@@ -195,8 +199,10 @@ void *bpi_worker_main(void *arg)
 	for (;;) {
 		unsigned progress = 0;
 
+		bp_tsan_release(w); /* TSAN: the grace period waits for this */
 		urcu_qsbr_quiescent_state();
 		w->cfg = rcu_dereference(p->live);
+		bp_tsan_acquire(w->cfg); /* TSAN: pairs with reconfigure() */
 		if (st->poll && w->taken != w->handed + w->ndone)
 			st->poll(w->state, w);
 		/* acquire: pairs with abort()'s release */
@@ -227,6 +233,7 @@ out:
 	/* this worker is its egress ring's only producer: it ends the stream */
 	bp_ring_close(w->egress);
 	bp_waitq_wake_all_slow(&p->sink_wq);
+	bp_tsan_release(w);
 	urcu_qsbr_unregister_thread();
 	return NULL;
 }

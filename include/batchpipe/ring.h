@@ -179,10 +179,11 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 /* Item i (0 <= i < zc->count) of a dequeue reservation. */
 static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
 {
-	/* relaxed: the acquire fence in *_zc_*_start ordered the contents */
-	uintptr_t v = __atomic_load_n(i < zc->n[0] ? &zc->slot[0][i]
-						   : &zc->slot[1][i - zc->n[0]],
-				      __ATOMIC_RELAXED);
+	/* relaxed: the acquire fence in *_zc_*_start ordered the contents
+	 * (acquire under TSAN, which does not see that fence) */
+	uintptr_t v = __atomic_load_n(
+		i < zc->n[0] ? &zc->slot[0][i] : &zc->slot[1][i - zc->n[0]],
+		BP_TSAN ? __ATOMIC_ACQUIRE : __ATOMIC_RELAXED);
 
 	return (void *)(v & ~(uintptr_t)1);
 }

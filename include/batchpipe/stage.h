@@ -70,7 +70,10 @@ unsigned bp_worker_id(const struct bp_worker *w);
  */
 void *bp_worker_stage_ctx(const struct bp_worker *w);
 
-/* Jobs this worker holds: taken and not yet completed. */
+/*
+ * Jobs this worker holds against its max_inflight: taken and not yet handed
+ * to the sink (with ordered output: not yet delivered by the sink).
+ */
 unsigned bp_worker_inflight(const struct bp_worker *w);
 
 #pragma GCC visibility pop

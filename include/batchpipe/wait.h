@@ -23,6 +23,20 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* 1 when built with ThreadSanitizer, which does not model standalone fences */
+#ifndef BP_TSAN
+#if defined(__SANITIZE_THREAD__)
+#define BP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BP_TSAN 1
+#endif
+#endif
+#endif
+#ifndef BP_TSAN
+#define BP_TSAN 0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -78,6 +92,22 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q);
 extern int bp_waitq_need_fence_;
 
 /*
+ * A full fence. ThreadSanitizer ignores (and warns about) standalone fences,
+ * so under it a seq_cst read-modify-write stands in: a full barrier on the
+ * CPUs batchpipe runs on.
+ */
+static inline void bp_full_fence_(void)
+{
+#if BP_TSAN
+	static _Atomic int bp_fence_word_;
+
+	atomic_fetch_add_explicit(&bp_fence_word_, 0, memory_order_seq_cst);
+#else
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
+/*
  * Waker side: call after publishing the state change (for a ring: after the
  * slot stores). The signal fence only stops the compiler from moving the
  * sleeper load above the publication; the CPU-level ordering comes from the
@@ -86,11 +116,9 @@ extern int bp_waitq_need_fence_;
 static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 {
 	if (bp_waitq_need_fence_)
-		atomic_thread_fence(
-			memory_order_seq_cst); /* Dekker with prepare() */
+		bp_full_fence_(); /* Dekker with prepare() */
 	else
-		atomic_signal_fence(
-			memory_order_seq_cst); /* compiler only; see above */
+		atomic_signal_fence(memory_order_seq_cst); /* compiler only */
 	/* relaxed: ordered by the fence or by the sleeper's membarrier */
 	return atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0;
 }

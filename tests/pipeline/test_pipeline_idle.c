@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pipeline_idle - "idle costs nothing" (DESIGN.md invariant 5).
+ *
+ * A started pipeline with the default wait strategy and no work must sleep:
+ * over 2 s of the main thread sleeping, the whole process (workers, sink,
+ * main) may use less than 20 ms of CPU (1 %). This is a CPU-time assertion
+ * from getrusage(RUSAGE_SELF), not a wall-clock one: other processes on the
+ * machine do not count. The spin phase of spin-then-sleep lasts ~20 us, so
+ * a 200 ms settle time is plenty. Three measurements: an unordered pipeline
+ * right after start, the same after a burst of work (threads must go back
+ * to sleep, not only start asleep), and an ordered one after a burst
+ * (its workers wait for the sink's delivery credit first).
+ *
+ * Under TSAN the runtime's own background thread makes the number noisy:
+ * skipped there (exit 77).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+
+#include <batchpipe/batchpipe.h>
+
+#include "pt_common.h"
+
+PT_DEFINE_GLOBALS;
+
+#define IDLE_MS	      2000
+#define SETTLE_MS     200
+#define BUDGET_CPU_NS (20 * 1000000LL)
+
+struct job {
+	struct bp_job hdr;
+};
+
+static atomic_uint delivered;
+
+static void process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		    unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		jobs[i]->status = BP_JOB_OK;
+	bp_worker_complete(w, jobs, n);
+}
+
+static void sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	(void)jobs;
+	atomic_fetch_add_explicit(&delivered, n, memory_order_relaxed);
+}
+
+static int64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return -1;
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+}
+
+/* CPU used by the process while main sleeps IDLE_MS. */
+static int64_t idle_cpu_ns(void)
+{
+	int64_t c0 = cpu_ns();
+
+	pt_sleep_ms(IDLE_MS);
+	return cpu_ns() - c0;
+}
+
+static int check(const char *what, int64_t used)
+{
+	printf("%s: %.2f ms CPU over %d ms idle (budget %.0f ms)\n", what,
+	       used / 1e6, IDLE_MS, BUDGET_CPU_NS / 1e6);
+	if (used < 0 || used >= BUDGET_CPU_NS) {
+		fprintf(stderr,
+			"FAIL: %s: idle pipeline used %.2f ms of CPU "
+			"in %d ms\n",
+			what, used / 1e6, IDLE_MS);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct bp_stage stage = {.name = "idle", .process = process};
+
+/* Submit 256 jobs and wait (bounded) until the sink has them all. */
+static int burst(struct bp_pipeline *p, struct job *jobs)
+{
+	struct bp_job *ptrs[256];
+	unsigned want = atomic_load(&delivered) + 256;
+	int64_t end = pt_now_ns() + 10 * (int64_t)1000000000;
+	int rc;
+
+	for (unsigned i = 0; i < 256; i++)
+		ptrs[i] = &jobs[i].hdr;
+	rc = bp_submit(p, ptrs, 256, 0, -1);
+	if (rc != 256) {
+		fprintf(stderr, "FAIL: submit returned %d\n", rc);
+		return 1;
+	}
+	while (atomic_load_explicit(&delivered, memory_order_relaxed) < want &&
+	       pt_now_ns() < end)
+		pt_sleep_ms(1);
+	if (atomic_load_explicit(&delivered, memory_order_relaxed) != want) {
+		fprintf(stderr, "FAIL: jobs not delivered in 10 s\n");
+		return 1;
+	}
+	return 0;
+}
+
+static struct bp_pipeline *start(bool ordered, unsigned workers)
+{
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	int rc;
+
+	bp_pipeline_config_init(&cfg); /* default wait strategies */
+	cfg.stage = &stage;
+	cfg.sink = sink;
+	cfg.workers = workers;
+	cfg.ordered = ordered;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		fprintf(stderr, "FAIL: pipeline: %s\n", bp_strerror(rc));
+		exit(1);
+	}
+	return p;
+}
+
+int main(void)
+{
+	static struct job jobs[256];
+	struct bp_pipeline *p;
+	int bad = 0;
+
+	if (PT_TSAN) {
+		printf("skip: CPU time is not meaningful under TSAN\n");
+		return PT_SKIP;
+	}
+	pt_watchdog_arm(50, "test_pipeline_idle");
+
+	p = start(false, 2);
+	pt_sleep_ms(SETTLE_MS);
+	bad |= check("unordered, after start", idle_cpu_ns());
+	/* some work, then idle again: everybody must go back to sleep */
+	if (burst(p, jobs))
+		return 1;
+	pt_sleep_ms(SETTLE_MS);
+	bad |= check("unordered, after a burst of work", idle_cpu_ns());
+	bp_pipeline_destroy(p);
+
+	/* ordered: workers wait for the sink's credit, then must sleep too */
+	p = start(true, 3);
+	if (burst(p, jobs))
+		return 1;
+	pt_sleep_ms(SETTLE_MS);
+	bad |= check("ordered, after a burst of work", idle_cpu_ns());
+	bp_pipeline_destroy(p);
+	return bad;
+}

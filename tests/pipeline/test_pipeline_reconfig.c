@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pipeline_reconfig - live reconfiguration under load.
+ *
+ * While producers keep jobs flowing (two raw bp_submit threads and one
+ * bp_producer handle), the main thread changes the stage context pointer
+ * and max_batch 1000 times each, and now and then the workers' wait policy
+ * and the producers' flush deadline; a second thread changes the wait
+ * policy and the deadline all along. The stage dereferences
+ * bp_worker_stage_ctx(w) in process and poll (a struct with a magic value).
+ *
+ * What must hold:
+ *   - after bp_pipeline_set_stage_ctx returns, no worker uses the old
+ *     context: main poisons it and frees it at once (ASAN reports any later
+ *     read as use-after-free; without ASAN, freed contexts are kept poisoned
+ *     in a quarantine for a while, so a stale read sees the poison);
+ *   - the context is stable within one callback, a worker never sees an
+ *     older context after a newer one, and the last one set reaches the
+ *     workers;
+ *   - a dequeue never exceeds the max_batch that can be in force: main
+ *     publishes max(old, new) before bp_pipeline_set_max_batch and the new
+ *     value after it returns (it returns after a grace period, so no pass
+ *     that read the old value is still running);
+ *   - nothing is lost or duplicated: jobs are recycled, each use gets a
+ *     generation number the sink checks, and after the drain every use was
+ *     delivered exactly once; submitted == ok + failed (no cancels);
+ *   - in the ordered phase, seq is +1 at the sink and each producer's jobs
+ *     arrive in the order it submitted them.
+ *
+ * Two phases: unordered (4 workers), ordered (3 workers).
+ * BP_RECONFIG_ITERS overrides the number of changes (default 1000 x
+ * stress scale; 1/4 under TSAN).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <batchpipe/batchpipe.h>
+
+#include "pt_common.h"
+
+PT_DEFINE_GLOBALS;
+
+#define NPROD	   3
+#define JOBS_PER_P 2048
+#define MAX_INFL   256
+#define MAX_B	   64
+#define MAGIC	   0x5ca1ab1e0ddba11ull
+#define POISON	   0xdeaddeaddeaddeadull
+#define QUARANTINE 64
+#define MAXW	   8
+
+struct ctx {
+	uint64_t magic_head;
+	uint64_t gen;
+	char pad[40];
+	uint64_t magic; /* past what malloc's free lists overwrite */
+};
+
+struct rjob {
+	struct bp_job hdr;
+	unsigned producer;
+	atomic_uint busy;  /* 1 while in the pipeline */
+	uint32_t gen;	   /* uses so far, set by the producer at submit */
+	uint32_t last_gen; /* sink only: last use delivered */
+	uint64_t subno;	   /* producer's submission number of this use */
+	uint64_t ctx_gen;  /* stage: ctx generation that processed it */
+};
+
+struct wstate {
+	unsigned id;
+	uint64_t last_gen; /* newest ctx generation seen */
+	struct bp_job *held[MAX_INFL];
+	unsigned n;
+	unsigned seed;
+};
+
+struct prod {
+	unsigned id;
+	bool handle;
+	struct rjob jobs[JOBS_PER_P];
+	uint64_t accepted; /* uses accepted by the pipeline */
+	unsigned seed;
+	pthread_t thread;
+};
+
+static struct bp_pipeline *pipe_;
+static atomic_bool stop;
+static _Atomic unsigned batch_bound = MAX_B;
+static struct prod prods[NPROD];
+static bool ordered;
+
+/* sink thread only */
+static uint64_t next_seq, last_subno[NPROD], s_count, s_ok, s_failed;
+static atomic_ulong progress;
+static atomic_ulong newest_gen_seen; /* stage: newest ctx generation used */
+
+/* ----------------------------------------------------------- stage */
+
+static struct ctx *use_ctx(struct bp_worker *w, struct wstate *s)
+{
+	struct ctx *c = bp_worker_stage_ctx(w);
+
+	if (!c) {
+		pt_fail("worker %u: NULL stage ctx", s->id);
+		return NULL;
+	}
+	if (c->magic != MAGIC || c->magic_head != MAGIC) {
+		pt_fail("worker %u: stage ctx %p is stale (magic %#" PRIx64
+			"): used after set_stage_ctx returned",
+			s->id, (void *)c, c->magic);
+		return NULL;
+	}
+	if (c->gen < s->last_gen)
+		pt_fail("worker %u: ctx generation %" PRIu64 " after %" PRIu64,
+			s->id, c->gen, s->last_gen);
+	if (c->gen > s->last_gen) {
+		unsigned long seen = atomic_load(&newest_gen_seen);
+
+		while (seen < c->gen &&
+		       !atomic_compare_exchange_weak(&newest_gen_seen, &seen,
+						     c->gen))
+			;
+	}
+	s->last_gen = c->gen;
+	return c;
+}
+
+static int rs_init(struct bp_worker *w, void **state)
+{
+	struct wstate *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->id = bp_worker_id(w);
+	s->seed = 77 + s->id;
+	*state = s;
+	return 0;
+}
+
+static void rs_fini(void *state, struct bp_worker *w)
+{
+	struct wstate *s = state;
+
+	(void)w;
+	if (s->n)
+		pt_fail("fini with %u jobs held", s->n);
+	free(s);
+}
+
+static void complete(struct bp_worker *w, struct ctx *c, struct bp_job **jobs,
+		     unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct rjob *j = (struct rjob *)jobs[i];
+
+		j->ctx_gen = c ? c->gen : 0;
+		/* one in 16 uses fails, by the producer's submission number */
+		j->hdr.status = j->subno % 16 == 7 ? -EIO : BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static void rs_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		       unsigned n)
+{
+	struct wstate *s = state;
+	struct ctx *c = use_ctx(w, s);
+	unsigned bound = atomic_load(&batch_bound), now;
+
+	if (n > bound)
+		pt_fail("worker %u dequeued %u jobs, max_batch in force <= %u",
+			s->id, n, bound);
+	if (s->n + n > MAX_INFL) {
+		pt_fail("worker %u holds %u + %u > max_inflight", s->id, s->n,
+			n);
+		n = MAX_INFL - s->n;
+	}
+	/* complete some now, keep the rest for poll */
+	now = n ? rand_r(&s->seed) % (n + 1) : 0;
+	complete(w, c, jobs, now);
+	memcpy(&s->held[s->n], jobs + now, (n - now) * sizeof(*jobs));
+	s->n += n - now;
+	if (rand_r(&s->seed) % 32 == 0)
+		sched_yield();
+	if (bp_worker_stage_ctx(w) != c)
+		pt_fail("stage ctx changed within one callback");
+}
+
+static void rs_poll(void *state, struct bp_worker *w)
+{
+	struct wstate *s = state;
+	struct ctx *c = use_ctx(w, s);
+	unsigned k;
+
+	if (!s->n)
+		return;
+	/* the newest half (or all), newest first: out of order */
+	k = rand_r(&s->seed) % 2 ? s->n : (s->n + 1) / 2;
+	for (unsigned i = 0; i < k / 2; i++) {
+		struct bp_job *t = s->held[s->n - k + i];
+
+		s->held[s->n - k + i] = s->held[s->n - 1 - i];
+		s->held[s->n - 1 - i] = t;
+	}
+	complete(w, c, &s->held[s->n - k], k);
+	s->n -= k;
+	if (bp_worker_stage_ctx(w) != c)
+		pt_fail("stage ctx changed within one callback");
+}
+
+static const struct bp_stage stage = {
+	.name = "reconfig",
+	.init = rs_init,
+	.process = rs_process,
+	.poll = rs_poll,
+	.fini = rs_fini,
+};
+
+/* ------------------------------------------------------------ sink */
+
+static void sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < n; i++) {
+		struct rjob *j = (struct rjob *)jobs[i];
+
+		if (j->gen != j->last_gen + 1)
+			pt_fail("producer %u job %td: use %u delivered after "
+				"use %u (duplicate or lost)",
+				j->producer, j - prods[j->producer].jobs,
+				j->gen, j->last_gen);
+		j->last_gen = j->gen;
+		if (ordered) {
+			if (j->hdr.seq != next_seq)
+				pt_fail("ordered: seq %" PRIu64
+					", expected %" PRIu64,
+					j->hdr.seq, next_seq);
+			next_seq = j->hdr.seq + 1;
+			if (j->subno != last_subno[j->producer] + 1)
+				pt_fail("ordered: producer %u submission "
+					"%" PRIu64 " after %" PRIu64,
+					j->producer, j->subno,
+					last_subno[j->producer]);
+			last_subno[j->producer] = j->subno;
+		}
+		if (j->hdr.status == BP_JOB_OK)
+			s_ok++;
+		else if (j->hdr.status == -EIO)
+			s_failed++;
+		else
+			pt_fail("status %d", j->hdr.status);
+		s_count++;
+		/* release: the producer may reuse the job after seeing 0 */
+		if (atomic_exchange_explicit(&j->busy, 0,
+					     memory_order_acq_rel) != 1)
+			pt_fail("sink got a job that was not in the pipeline");
+	}
+	atomic_fetch_add_explicit(&progress, n, memory_order_relaxed);
+}
+
+/* --------------------------------------------------------- producers */
+
+/* The producer's next job, once the sink has given it back. */
+static struct rjob *next_job(struct prod *pp, uint64_t uses)
+{
+	struct rjob *j = &pp->jobs[uses % JOBS_PER_P];
+
+	/* acquire: pairs with the sink's release of busy */
+	while (atomic_load_explicit(&j->busy, memory_order_acquire)) {
+		if (atomic_load_explicit(&stop, memory_order_relaxed))
+			return NULL;
+		sched_yield();
+	}
+	j->gen++;
+	j->subno = uses + 1;
+	atomic_store_explicit(&j->busy, 1, memory_order_relaxed);
+	return j;
+}
+
+static void *producer_main(void *arg)
+{
+	struct prod *pp = arg;
+	struct bp_producer *pr = NULL;
+	struct bp_job *batch[64];
+	uint64_t uses = 0;
+
+	if (pp->handle && bp_producer_create(pipe_, &pr) != 0) {
+		pt_fail("bp_producer_create");
+		return NULL;
+	}
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		unsigned k = 1 + rand_r(&pp->seed) % 64, got = 0;
+
+		for (; got < k; got++) {
+			struct rjob *j = next_job(pp, uses + got);
+
+			if (!j)
+				break;
+			batch[got] = &j->hdr;
+		}
+		if (pr) {
+			for (unsigned i = 0; i < got; i++) {
+				int rc = bp_producer_submit(pr, batch[i]);
+
+				if (rc)
+					pt_fail("bp_producer_submit: %d", rc);
+			}
+		} else if (got) {
+			int rc = bp_submit(pipe_, batch, got, 0, -1);
+
+			if (rc != (int)got)
+				pt_fail("bp_submit of %u: %d", got, rc);
+		}
+		uses += got;
+		if (rand_r(&pp->seed) % 4 == 0)
+			sched_yield();
+	}
+	if (pr) {
+		if (bp_producer_flush(pr) != 0)
+			pt_fail("flush");
+		bp_producer_destroy(pr);
+	}
+	pp->accepted = uses;
+	return NULL;
+}
+
+/*
+ * A second thread reconfigures too (the calls may come from any thread):
+ * wait policy and flush deadline. Changes are serialised by the library;
+ * were they not, one copy-and-publish could undo another's max_batch, which
+ * the batch bound check would see.
+ */
+static void *meddler_main(void *arg)
+{
+	unsigned seed = *(unsigned *)arg;
+	unsigned long n = 0;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		struct bp_wait_policy wp;
+		int rc;
+
+		bp_wait_policy_init(&wp);
+		wp.strategy = (enum bp_wait_strategy)(rand_r(&seed) % 3);
+		if ((rc = bp_pipeline_set_worker_wait(pipe_, &wp)))
+			pt_fail("meddler: set_worker_wait: %d", rc);
+		if ((rc = bp_pipeline_set_flush_deadline(
+			     pipe_, 1000 + (uint64_t)(rand_r(&seed) % 200000))))
+			pt_fail("meddler: set_flush_deadline: %d", rc);
+		if (++n % 8 == 0)
+			pt_sleep_ns(100000);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------- main */
+
+static struct ctx *new_ctx(uint64_t gen)
+{
+	struct ctx *c = malloc(sizeof(*c));
+
+	if (!c) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	c->magic_head = MAGIC;
+	c->magic = MAGIC;
+	c->gen = gen;
+	return c;
+}
+
+static void retire_ctx(struct ctx *c, struct ctx **quarantine, unsigned *qn)
+{
+	c->magic = POISON;
+	c->magic_head = POISON;
+	if (PT_ASAN) {
+		free(c); /* ASAN's own quarantine catches a later read */
+		return;
+	}
+	free(quarantine[*qn % QUARANTINE]);
+	quarantine[*qn % QUARANTINE] = c;
+	++*qn;
+}
+
+static int phase(bool ord, unsigned workers, unsigned iters, unsigned seed)
+{
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline_stats st;
+	struct ctx *cur, *quarantine[QUARANTINE] = {0};
+	unsigned qn = 0, fails0 = pt_failures(), cur_b = 16;
+	unsigned meddler_seed = seed * 7 + 1;
+	pthread_t meddler;
+	uint64_t accepted = 0, delivered_uses = 0;
+	int64_t t0 = pt_now_ns();
+	int rc;
+
+	pt_watchdog_arm(PT_TSAN ? 500 : 150, "reconfig phase %s",
+			ord ? "ordered" : "unordered");
+	ordered = ord;
+	next_seq = 0;
+	s_count = s_ok = s_failed = 0;
+	memset(last_subno, 0, sizeof(last_subno));
+	atomic_store(&stop, false);
+	atomic_store(&batch_bound, cur_b);
+	atomic_store(&progress, 0);
+	atomic_store(&newest_gen_seen, 0);
+	for (unsigned p = 0; p < NPROD; p++) {
+		struct prod *pp = &prods[p];
+
+		memset(pp, 0, sizeof(*pp));
+		pp->id = p;
+		pp->handle = p == NPROD - 1;
+		pp->seed = seed + p;
+		for (unsigned i = 0; i < JOBS_PER_P; i++) {
+			pp->jobs[i].producer = p;
+			atomic_init(&pp->jobs[i].busy, 0);
+		}
+	}
+
+	cur = new_ctx(1);
+	bp_pipeline_config_init(&cfg);
+	cfg.workers = workers;
+	cfg.ordered = ord;
+	cfg.ingress_capacity = 1024;
+	cfg.max_batch = cur_b;
+	cfg.max_inflight = MAX_INFL;
+	cfg.stage = &stage;
+	cfg.stage_ctx = cur;
+	cfg.sink = sink;
+	if ((rc = bp_pipeline_create(&cfg, &pipe_)) ||
+	    (rc = bp_pipeline_start(pipe_))) {
+		fprintf(stderr, "FAIL: pipeline: %s\n", bp_strerror(rc));
+		return 1;
+	}
+	for (unsigned p = 0; p < NPROD; p++)
+		if (pthread_create(&prods[p].thread, NULL, producer_main,
+				   &prods[p])) {
+			fprintf(stderr, "FAIL: pthread_create\n");
+			return 1;
+		}
+	if (pthread_create(&meddler, NULL, meddler_main, &meddler_seed)) {
+		fprintf(stderr, "FAIL: pthread_create\n");
+		return 1;
+	}
+
+	for (unsigned i = 0; i < iters; i++) {
+		unsigned b = 1 + (unsigned)rand_r(&seed) % MAX_B;
+		struct ctx *old = cur;
+
+		cur = new_ctx(i + 2);
+		rc = bp_pipeline_set_stage_ctx(pipe_, cur);
+		if (rc)
+			pt_fail("set_stage_ctx: %d", rc);
+		retire_ctx(old, quarantine, &qn);
+
+		/* while the change is in progress, either value may apply */
+		atomic_store(&batch_bound, b > cur_b ? b : cur_b);
+		rc = bp_pipeline_set_max_batch(pipe_, b);
+		if (rc)
+			pt_fail("set_max_batch(%u): %d", b, rc);
+		atomic_store(&batch_bound, b);
+		cur_b = b;
+
+		if (i % 10 == 3) {
+			struct bp_wait_policy wp;
+
+			bp_wait_policy_init(&wp);
+			wp.strategy =
+				(enum bp_wait_strategy)(rand_r(&seed) % 3);
+			wp.spin_ns = (uint32_t)(rand_r(&seed) % 40000);
+			wp.yields = (uint32_t)(rand_r(&seed) % 16);
+			if ((rc = bp_pipeline_set_worker_wait(pipe_, &wp)))
+				pt_fail("set_worker_wait: %d", rc);
+		}
+		if (i % 7 == 5 &&
+		    (rc = bp_pipeline_set_flush_deadline(
+			     pipe_,
+			     1000 + (uint64_t)(rand_r(&seed) % 1000000))))
+			pt_fail("set_flush_deadline: %d", rc);
+		if (rand_r(&seed) % 4 == 0)
+			sched_yield();
+		if (pt_failures() != fails0)
+			break;
+	}
+
+	/* the last change reaches the workers while jobs still flow */
+	{
+		int64_t end = pt_now_ns() + 20 * (int64_t)1000000000;
+
+		while (atomic_load(&newest_gen_seen) < cur->gen &&
+		       pt_now_ns() < end)
+			pt_sleep_ms(1);
+		if (atomic_load(&newest_gen_seen) != cur->gen)
+			pt_fail("newest ctx seen by a worker: %lu, set: "
+				"%" PRIu64,
+				atomic_load(&newest_gen_seen), cur->gen);
+	}
+	atomic_store(&stop, true);
+	pthread_join(meddler, NULL);
+	for (unsigned p = 0; p < NPROD; p++) {
+		pthread_join(prods[p].thread, NULL);
+		accepted += prods[p].accepted;
+	}
+	if ((rc = bp_pipeline_drain(pipe_)))
+		pt_fail("drain: %d", rc);
+	/* the context may change on a stopped pipeline too */
+	{
+		struct ctx *old = cur;
+
+		cur = new_ctx(iters + 2);
+		if ((rc = bp_pipeline_set_stage_ctx(pipe_, cur)))
+			pt_fail("set_stage_ctx after drain: %d", rc);
+		retire_ctx(old, quarantine, &qn);
+	}
+
+	if (bp_pipeline_stats(pipe_, &st))
+		pt_fail("stats");
+	if (st.submitted != accepted || s_count != accepted)
+		pt_fail("accepted %" PRIu64 ", submitted %" PRIu64
+			", delivered %" PRIu64,
+			accepted, st.submitted, s_count);
+	if (st.submitted != st.ok + st.failed + st.cancelled ||
+	    st.cancelled != 0 || st.ok != s_ok || st.failed != s_failed)
+		pt_fail("conservation: submitted %" PRIu64 " ok %" PRIu64
+			" failed %" PRIu64 " cancelled %" PRIu64
+			" (sink: ok %" PRIu64 " failed %" PRIu64 ")",
+			st.submitted, st.ok, st.failed, st.cancelled, s_ok,
+			s_failed);
+	for (unsigned p = 0; p < NPROD; p++) {
+		uint64_t uses = 0;
+
+		for (unsigned i = 0; i < JOBS_PER_P; i++) {
+			struct rjob *j = &prods[p].jobs[i];
+
+			if (atomic_load(&j->busy))
+				pt_fail("producer %u job %u never came back", p,
+					i);
+			if (j->last_gen != j->gen)
+				pt_fail("producer %u job %u: %u uses, %u "
+					"delivered",
+					p, i, j->gen, j->last_gen);
+			uses += j->last_gen;
+			delivered_uses += j->last_gen;
+		}
+		if (uses != prods[p].accepted)
+			pt_fail("producer %u: %" PRIu64 " accepted, %" PRIu64
+				" delivered",
+				p, prods[p].accepted, uses);
+	}
+	bp_pipeline_destroy(pipe_);
+	pipe_ = NULL;
+	free(cur);
+	for (unsigned i = 0; i < QUARANTINE; i++)
+		free(quarantine[i]);
+	printf("%s: %u workers, %u reconfigurations, %" PRIu64
+	       " jobs (ok %" PRIu64 ", failed %" PRIu64 "), %.0f ms%s\n",
+	       ord ? "ordered" : "unordered", workers, iters, st.submitted,
+	       st.ok, st.failed, (pt_now_ns() - t0) / 1e6,
+	       pt_failures() != fails0 ? "  FAILED" : "");
+	fflush(stdout);
+	return pt_failures() != fails0;
+}
+
+int main(void)
+{
+	unsigned long scale = pt_env_ulong("BP_STRESS_SCALE", PT_STRESS_SCALE);
+	unsigned iters = (unsigned)pt_env_ulong("BP_RECONFIG_ITERS",
+						(PT_TSAN ? 250 : 1000) * scale);
+	unsigned seed = (unsigned)pt_env_ulong(
+		"BP_SEED", (unsigned long)(pt_now_ns() % 1000000007) + 1);
+	int bad = 0;
+
+	printf("seed %u (BP_SEED=%u replays)\n", seed, seed);
+	bad |= phase(false, 4, iters, seed);
+	bad |= phase(true, 3, iters, seed + 1);
+	pt_watchdog_disarm();
+	return bad || pt_failures() ? 1 : 0;
+}
