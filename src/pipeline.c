@@ -127,6 +127,7 @@ static void free_pipeline(struct bp_pipeline *p)
 	}
 	bp_ring_destroy(p->ingress);
 	free(p->window);
+	free(p->window_worker);
 	free(p->sink_ended);
 	free(p->sink_credit);
 	free(p->cpus);
@@ -207,7 +208,8 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		while (size < need)
 			size <<= 1;
 		p->window = calloc(size, sizeof(*p->window));
-		if (!p->window) {
+		p->window_worker = calloc(size, sizeof(*p->window_worker));
+		if (!p->window || !p->window_worker) {
 			rc = -ENOMEM;
 			goto fail;
 		}

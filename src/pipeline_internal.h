@@ -107,6 +107,7 @@ struct bp_pipeline {
 	bool *sink_ended;	 /* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
 	struct bp_job **window; /* ordered mode: reorder window, by seq */
+	uint32_t *window_worker; /* ordered mode: who handed each window job */
 	uint64_t window_mask;
 	uint64_t next_seq;
 	bp_counter st_ok, st_failed, st_cancelled, st_sink_batches;

@@ -56,13 +56,17 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
  * at next_seq, crediting each job's worker once per batch.
  */
 static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
-			    unsigned n, uint64_t *credit)
+			    unsigned n, unsigned worker, uint64_t *credit)
 {
 	struct bp_job *out[SINK_BATCH];
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < n; i++)
-		p->window[jobs[i]->seq & p->window_mask] = jobs[i];
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t at = jobs[i]->seq & p->window_mask;
+
+		p->window[at] = jobs[i];
+		p->window_worker[at] = worker; /* whom to credit on delivery */
+	}
 	for (;;) {
 		struct bp_job **slot = &p->window[p->next_seq & p->window_mask];
 		struct bp_job *j = *slot;
@@ -73,7 +77,8 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 		} else {
 			*slot = NULL;
 			out[k++] = j;
-			credit[j->worker]++;
+			credit[p->window_worker[p->next_seq &
+						p->window_mask]]++;
 			p->next_seq = (p->next_seq + 1) & SEQ_MASK;
 			if (k < SINK_BATCH)
 				continue;
@@ -136,7 +141,7 @@ void *bpi_sink_main(void *arg)
 			if (n > 0) {
 				progress++;
 				if (p->cfg.ordered)
-					deliver_ordered(p, buf, (unsigned)n,
+					deliver_ordered(p, buf, (unsigned)n, i,
 							credit);
 				else
 					deliver(p, buf, (unsigned)n);

@@ -24,8 +24,8 @@ struct bp_job {
 	/* the fields the pipeline touches come first: one cache line */
 	uint64_t seq;	   /* submission order, set by the pipeline at submit */
 	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
-	int32_t status;	   /* set by the stage before completing the job */
-	uint32_t worker;   /* index of the worker that took the job */
+	int32_t status;	   /* BP_JOB_OK at submit; a stage sets a failure */
+	uint32_t reserved; /* keep 0 */
 	/*
 	 * Per-operation context for an asynchronous stage: room and alignment
 	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can

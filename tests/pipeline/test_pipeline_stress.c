@@ -199,9 +199,6 @@ struct wstate {
 static void check_job_at_worker(struct run *r, struct bp_worker *w,
 				struct bp_job *j)
 {
-	if (j->worker != bp_worker_id(w))
-		pt_fail("job worker %u, taken by worker %u", j->worker,
-			bp_worker_id(w));
 	if (j->seq == SEQ_UNSET)
 		pt_fail("worker got a job without seq");
 	(void)r;
@@ -392,8 +389,6 @@ static void sink(void *ctx, struct bp_job **jobs, unsigned n)
 					      memory_order_relaxed) != 0)
 			pt_fail("job p%u/%u seq %" PRIu64 " delivered twice",
 				j->producer, j->idx, j->hdr.seq);
-		if (j->hdr.worker >= r->c->nw)
-			pt_fail("job worker %u of %u", j->hdr.worker, r->c->nw);
 		if (st == BP_JOB_CANCELLED) {
 			if (!r->may_cancel)
 				pt_fail("job p%u/%u cancelled without abort",
