@@ -29,6 +29,8 @@
 #include "tsan.h"
 #include "wait_internal.h"
 
+#define SEQ_MASK (BPI_RING_POS_SPACE - 1) /* seqs are 63-bit positions */
+
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 	     const char *fmt, ...)
 {
@@ -350,20 +352,20 @@ int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	now = bp_now_ns();
 	deadline = timeout_ns < 0 ? -1 : now + timeout_ns;
 	while (done < n) {
-		struct bp_ring_zc zc;
-		int k = bp_ring_enqueue_zc_burst_start(p->ingress, n - done,
-						       &zc);
+		uint64_t pos;
+		int k = bpi_ring_reserve_burst(p->ingress, n - done, &pos);
 
 		if (k > 0) {
-			for (unsigned i = 0; i < (unsigned)k; i++) {
-				struct bp_job *j = jobs[done + i];
+			struct bp_job **js = jobs + done;
 
-				j->seq = zc.pos + i;
-				j->submit_ns = now;
-				j->status = BP_JOB_OK;
-				bp_ring_zc_put(&zc, j);
+			/* the position is the seq: stamp, then publish */
+			for (unsigned i = 0; i < (unsigned)k; i++) {
+				js[i]->seq = (pos + i) & SEQ_MASK;
+				js[i]->submit_ns = now;
+				js[i]->status = BP_JOB_OK;
 			}
-			bp_ring_enqueue_zc_finish(p->ingress, &zc);
+			bpi_ring_publish(p->ingress, pos, (void *const *)js,
+					 (unsigned)k);
 			done += (unsigned)k;
 			continue;
 		}

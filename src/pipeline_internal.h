@@ -121,7 +121,18 @@ void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
 
 /* Latency bucket of a duration in ns: 4 buckets per power of two. */
-unsigned bpi_lat_bucket(uint64_t ns);
+static inline unsigned bpi_lat_bucket(uint64_t ns)
+{
+	unsigned log, b;
+
+	if (ns < 8)
+		return (unsigned)
+			ns; /* buckets 0..7 are exact: [0,1) .. [7,8) */
+	log = 63u - (unsigned)__builtin_clzll(ns); /* >= 3 */
+	/* the two bits below the leading one pick the quarter */
+	b = 4 * (log - 1) + (unsigned)((ns >> (log - 2)) & 3);
+	return b < BP_LAT_BUCKETS ? b : BP_LAT_BUCKETS - 1;
+}
 
 /* Pin the calling thread to one CPU; 0 or a negative errno. */
 int bpi_pin_self(int cpu);

@@ -899,3 +899,17 @@ uint64_t bpi_ring_enqueued(const struct bp_ring *r)
 
 	return ((ph >> 1) - r->start) & (BPI_RING_POS_SPACE - 1);
 }
+
+int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos)
+{
+	return n ? reserve(r, n, false, pos, NULL) : 0;
+}
+
+void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
+		      unsigned k)
+{
+	publish(r, pos, items, k);
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r, pos, k);
+	bp_waitq_wake_all(&r->not_empty);
+}

@@ -25,6 +25,17 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r);
 struct bp_waitq *bpi_ring_not_full(struct bp_ring *r);
 
+/*
+ * The two halves of an enqueue, for callers that must stamp items with
+ * their position before publishing them (the pipeline's seq):
+ * bpi_ring_reserve_burst() claims up to n slots (count, 0 or -EPIPE; the
+ * first position in *pos); bpi_ring_publish() stores all k of them and
+ * wakes consumers. Every reserved slot must be published.
+ */
+int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos);
+void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
+		      unsigned k);
+
 /* Items ever reserved for enqueue since creation (mod 2^63). */
 uint64_t bpi_ring_enqueued(const struct bp_ring *r);
 

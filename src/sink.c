@@ -28,24 +28,20 @@
 static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 {
 	int64_t now = bp_now_ns();
-	uint64_t ok = 0, failed = 0, cancelled = 0;
+	uint64_t ok = 0, cancelled = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		int32_t st = jobs[i]->status;
 		int64_t lat = now - jobs[i]->submit_ns;
 
-		if (st == BP_JOB_OK)
-			ok++;
-		else if (st == BP_JOB_CANCELLED)
-			cancelled++;
-		else
-			failed++;
+		ok += st == BP_JOB_OK;
+		cancelled += st == BP_JOB_CANCELLED;
 		stat_add(
 			&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)],
 			1);
 	}
 	stat_add(&p->st_ok, ok);
-	stat_add(&p->st_failed, failed);
+	stat_add(&p->st_failed, n - ok - cancelled);
 	stat_add(&p->st_cancelled, cancelled);
 	stat_add(&p->st_sink_batches, 1);
 	p->cfg.sink(p->cfg.sink_ctx, jobs, n);

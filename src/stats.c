@@ -12,19 +12,6 @@
 #include "pipeline_internal.h"
 #include "ring_internal.h"
 
-unsigned bpi_lat_bucket(uint64_t ns)
-{
-	unsigned log, b;
-
-	if (ns < 8)
-		return (unsigned)
-			ns; /* buckets 0..7 are exact: [0,1) .. [7,8) */
-	log = 63u - (unsigned)__builtin_clzll(ns); /* >= 3 */
-	/* the two bits below the leading one pick the quarter */
-	b = 4 * (log - 1) + (unsigned)((ns >> (log - 2)) & 3);
-	return b < BP_LAT_BUCKETS ? b : BP_LAT_BUCKETS - 1;
-}
-
 uint64_t bp_lat_bucket_ns(unsigned i)
 {
 	unsigned log, q;
