@@ -22,6 +22,8 @@ struct bench_subcommand {
 static const struct bench_subcommand bench_subcommands[] = {
 	{"ring", bench_ring_main,
 	 "bp_ring against mutex, spinlock, ck_ring and urcu wfcqueue"},
+	{"pipeline", bench_pipeline_main,
+	 "bp_pipeline end to end: throughput, latency, idle CPU, wake-up"},
 };
 
 #define BENCH_NSUB (sizeof(bench_subcommands) / sizeof(bench_subcommands[0]))

@@ -17,6 +17,7 @@
 
 /* Subcommands: argv[0] is the subcommand name; return the exit status. */
 int bench_ring_main(int argc, char **argv);
+int bench_pipeline_main(int argc, char **argv);
 
 /* Exit status for bad command-line usage (after printing usage on stderr). */
 #define BENCH_EXIT_USAGE 2

@@ -1,0 +1,2124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipeline_bench.c - `bpbench pipeline`: end-to-end throughput and latency
+ * through producers -> workers -> sink (bp_pipeline).
+ *
+ * Throughput sweep: P producer threads take B free jobs from their pool,
+ * stamp them and submit them with one blocking bp_submit, for a fixed time;
+ * then they stop and the last one out calls bp_pipeline_drain (not the main
+ * thread: on an oversubscribed machine it may wait for a CPU, and the time
+ * would include that). Throughput = jobs delivered / (first producer start
+ * .. drain returned). Points: workers x B x wait strategy (one strategy for
+ * worker_wait, sink_wait, producer_wait and the producers' free-job wait),
+ * unordered; the ordered variant at 2 workers for every B; jobs that each do
+ * --work-ns of arithmetic; and the ring reference: one producer and one
+ * consumer thread over a bp_ring MPMC of capacity 4096, burst B, pinned to
+ * two CPUs (ring_bench's batchpipe 1x1 point, same retry policy).
+ *
+ * Interleaving: for each run index every point runs once, in a freshly
+ * shuffled order. Tables show medians over runs; ratios are medians of the
+ * per-run ratios, whose two sides come from the same run index.
+ *
+ * Jobs are allocated and touched once per producer at start (page faults on
+ * this VM cost more than the pipeline), then recycled: the sink gives each
+ * delivered job back to its producer through a single-producer,
+ * single-consumer bp_ring (the producer's free ring). Nothing is allocated
+ * per run but the pipeline itself.
+ *
+ * Verification, every run: the sink checks every job (status OK, payload =
+ * mix(producer, pseq), result = what the stage had to compute; ordered: seq
+ * strictly +1 and each producer's pseq strictly +1) and counts and sums pseq
+ * per producer. Afterwards: stats submitted == ok + failed + cancelled ==
+ * what the producers submitted, nothing failed or cancelled, per-producer
+ * counts and sums match, and every job is back in its pool. Any failure is
+ * fatal (exit 1).
+ *
+ * Latency. The sweep's p50_us / p99_us are bp_pipeline_stats' lat_p50_ns /
+ * lat_p99_ns of that run (submit -> sink, bucket upper bounds, within 25 %);
+ * at saturation they measure queueing in the bounded rings, not speed. The
+ * low-load and wake-up latencies are the benchmark's own, exact: clock read
+ * just before bp_submit -> clock read on entry to the sink callback, one way
+ * (both are CLOCK_MONOTONIC, one clock for all CPUs). The pipeline's own
+ * percentiles of those runs are printed beside them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <batchpipe/error.h>
+#include <batchpipe/pipeline.h>
+#include <batchpipe/ring.h>
+
+#include "bpbench.h"
+#include "queues.h"
+
+#define PB_MAX_WLIST	 8
+#define PB_MAX_BATCHES	 8
+#define PB_MAX_RUNS	 100
+#define PB_MAX_PRODUCERS 64
+#define PB_MAX_POINTS	 256
+#define PB_NWAITS	 3
+#define PB_SINK_CHUNK	 256
+/* a blocked producer re-checks the stop flag this often */
+#define PB_FREE_WAIT_NS 1000000
+/* a job that has not come back after this long is lost: fatal */
+#define PB_LOST_NS     INT64_C(5000000000)
+#define PB_MAX_SAMPLES (1u << 20)
+/* the headline point */
+#define PB_HEAD_W      2
+#define PB_HEAD_B      32
+#define PB_HEAD_W_MANY 16
+#define PB_HEAD_WAIT   1 /* index of spin-sleep in pb_waits */
+
+static const struct {
+	const char *name;
+	enum bp_wait_strategy strategy;
+} pb_waits[PB_NWAITS] = {
+	{"busy-poll", BP_WAIT_BUSY_POLL},
+	{"spin-sleep", BP_WAIT_SPIN_SLEEP},
+	{"sleep", BP_WAIT_SLEEP},
+};
+
+struct pb_opts {
+	unsigned runs, ms, producers, pool, work_ns, lat_ms, wake_samples;
+	unsigned wake_gap_us, idle_ms;
+	unsigned inflight, ingress, egress; /* 0: the library's default */
+	unsigned workers[PB_MAX_WLIST];
+	int nworkers;
+	unsigned batches[PB_MAX_BATCHES];
+	int nbatches;
+	int waits[PB_NWAITS];
+	int nwaits;
+	int cpus[BENCH_MAX_CPUS];
+	int ncpus;
+	int csv, quick, pin, latency, sweep_only;
+	uint64_t seed;
+};
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+/*
+ * The benchmark's fields come first so that they and the header fields the
+ * pipeline touches (seq, submit_ns, status) share one cache line: a job
+ * costs one line, as in a well-laid-out application.
+ */
+struct pb_job {
+	uint64_t payload;  /* pb_mix(producer, pseq), set by the producer */
+	uint64_t result;   /* set by the stage, checked by the sink */
+	uint64_t pseq;	   /* the producer's submission count */
+	uint32_t producer; /* index of the producer (and its pool) */
+	uint32_t pad;
+	struct bp_job hdr;
+	int64_t seen_ns; /* latency runs: the sink callback's clock */
+} __attribute__((aligned(BENCH_CACHELINE)));
+
+_Static_assert(offsetof(struct pb_job, hdr) +
+			       offsetof(struct bp_job, op_context) <=
+		       BENCH_CACHELINE,
+	       "the header fields the pipeline writes share the first line");
+
+static inline struct pb_job *pb_job_of(struct bp_job *h)
+{
+	return (struct pb_job *)((char *)h - offsetof(struct pb_job, hdr));
+}
+
+static inline uint64_t pb_mix(unsigned producer, uint64_t pseq)
+{
+	/* splitmix64's finaliser: every bit of both inputs in the result */
+	uint64_t z = pseq + ((uint64_t)producer << 48) +
+		     UINT64_C(0x9e3779b97f4a7c15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* What a trivial stage writes: proves the stage saw the job. */
+#define PB_TRIVIAL_MARK UINT64_C(0x5a5a5a5a5a5a5a5a)
+
+/* The CPU work of --work-ns: an LCG iterated `iters` times. */
+#define PB_LCG_A UINT64_C(6364136223846793005)
+#define PB_LCG_C UINT64_C(1442695040888963407)
+
+static uint64_t pb_spin(uint64_t x, uint64_t iters)
+{
+	for (uint64_t i = 0; i < iters; i++) {
+		x = x * PB_LCG_A + PB_LCG_C;
+		/* opaque to the compiler: no closed form, no skipped work */
+		__asm__("" : "+r"(x));
+	}
+	return x;
+}
+
+/* pb_spin's result in O(log iters) (LCG jump-ahead): the sink's check. */
+static uint64_t pb_spin_jump(uint64_t x, uint64_t iters)
+{
+	uint64_t acc_mult = 1, acc_plus = 0, mult = PB_LCG_A, plus = PB_LCG_C;
+
+	while (iters) {
+		if (iters & 1) {
+			acc_mult *= mult;
+			acc_plus = acc_plus * mult + plus;
+		}
+		plus = (mult + 1) * plus;
+		mult *= mult;
+		iters >>= 1;
+	}
+	return acc_mult * x + acc_plus;
+}
+
+/* Sum of 0..n-1 modulo 2^64. */
+static uint64_t pb_seq_sum(uint64_t n)
+{
+	if (n == 0)
+		return 0;
+	return n % 2 ? n * ((n - 1) / 2) : (n / 2) * (n - 1);
+}
+
+/* ---- producers' pools ---------------------------------------------------- */
+
+struct pb_run;
+
+struct pb_producer {
+	struct pb_job *jobs; /* the pool, touched at creation */
+	unsigned njobs;
+	struct bp_ring *free; /* SP: the sink; SC: this producer */
+	struct bp_job **batch;
+	unsigned batch_cap;
+	/* per run */
+	struct pb_run *run;
+	unsigned id;
+	pthread_t thread;
+	unsigned held; /* free jobs taken and not submitted: batch[0..held) */
+	uint64_t submitted;
+	int64_t t_start;
+	int err;
+	/* latency runs */
+	int64_t *samples;
+	unsigned nsamples, max_samples;
+} __attribute__((aligned(BENCH_CACHELINE)));
+
+static void pb_pool_init(struct pb_producer *pr, unsigned id, unsigned njobs,
+			 unsigned batch_cap)
+{
+	int rc;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->id = id;
+	pr->njobs = njobs;
+	/* bench_zalloc writes every byte: no page fault later */
+	pr->jobs = bench_zalloc(sizeof(*pr->jobs) * njobs);
+	pr->batch_cap = batch_cap;
+	pr->batch = bench_zalloc(sizeof(*pr->batch) * batch_cap);
+	rc = bp_ring_create(njobs < 2 ? 2 : njobs, BP_RING_SP | BP_RING_SC,
+			    &pr->free);
+	if (rc)
+		bench_die("bpbench pipeline: bp_ring_create(%u): %s\n", njobs,
+			  bp_strerror(rc));
+	for (unsigned i = 0; i < njobs; i++) {
+		struct bp_job *h = &pr->jobs[i].hdr;
+
+		pr->jobs[i].producer = id;
+		if (bp_ring_enqueue_burst(pr->free, (void **)&h, 1, NULL) != 1)
+			bench_die("bpbench pipeline: cannot fill the pool\n");
+	}
+}
+
+static void pb_pool_fini(struct pb_producer *pr)
+{
+	bp_ring_destroy(pr->free);
+	free(pr->jobs);
+	free(pr->batch);
+	free(pr->samples);
+}
+
+/* ---- one pipeline run ---------------------------------------------------- */
+
+struct pb_sink_state {
+	uint64_t *count, *sum; /* [P] jobs and sum of pseq per producer */
+	uint64_t *next_pseq;   /* [P] ordered: the pseq expected next */
+	uint64_t next_seq;     /* ordered: the seq expected next */
+	bool seq_started;
+	uint64_t bad;
+	struct bp_job **ret; /* [P][PB_SINK_CHUNK] jobs going back */
+	unsigned *nret;	     /* [P] */
+};
+
+enum pb_mode { PB_THROUGHPUT, PB_LATENCY };
+
+struct pb_run {
+	const struct pb_opts *o;
+	struct bp_pipeline *p;
+	struct pb_producer *prod;
+	unsigned P, W, B, wait;
+	bool ordered;
+	uint64_t iters; /* per job: 0 = trivial */
+	enum pb_mode mode;
+	int64_t lat_until_ns; /* latency: stop sampling after this */
+	int64_t gap_ns;	      /* latency: idle time before each job */
+	unsigned prod_wait;   /* how producers wait for free jobs */
+	pthread_barrier_t start;
+	struct pb_sink_state sink;
+	atomic_int stop __attribute__((aligned(BENCH_CACHELINE)));
+	atomic_uint producers_left;
+	int64_t t_drain_end;
+};
+
+static void pb_stage_process(void *state, struct bp_worker *w,
+			     struct bp_job **jobs, unsigned n)
+{
+	const struct pb_run *run = bp_worker_stage_ctx(w);
+	uint64_t iters = run->iters;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct pb_job *j = pb_job_of(jobs[i]);
+
+		j->result = iters ? pb_spin(j->payload, iters)
+				  : j->payload ^ PB_TRIVIAL_MARK;
+		jobs[i]->status = BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage pb_stage = {
+	.name = "bpbench",
+	.process = pb_stage_process,
+};
+
+static void pb_sink_bad(struct pb_run *run, const struct pb_job *j,
+			const char *why)
+{
+	if (run->sink.bad++)
+		return; /* the first one tells the story */
+	fprintf(stderr,
+		"bpbench pipeline: VERIFY FAILED: P=%u W=%u B=%u %s%s: sink "
+		"got job %p (producer %u, pseq %" PRIu64 ", seq %" PRIu64
+		", status %d): %s\n",
+		run->P, run->W, run->B, pb_waits[run->wait].name,
+		run->ordered ? " ordered" : "", (const void *)j, j->producer,
+		j->pseq, j->hdr.seq, j->hdr.status, why);
+}
+
+/* Check every job, count it, and give it back to its producer's pool. */
+static void pb_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	struct pb_run *run = ctx;
+	struct pb_sink_state *s = &run->sink;
+	int64_t now = run->mode == PB_LATENCY ? bench_now_ns() : 0;
+	unsigned P = run->P;
+
+	for (unsigned base = 0; base < n; base += PB_SINK_CHUNK) {
+		unsigned end =
+			n - base < PB_SINK_CHUNK ? n : base + PB_SINK_CHUNK;
+
+		for (unsigned i = base; i < end; i++) {
+			struct pb_job *j = pb_job_of(jobs[i]);
+			unsigned pid = j->producer;
+			uint64_t want;
+
+			if (pid >= P) {
+				pb_sink_bad(run, j, "no such producer");
+				continue; /* not ours: do not recycle it */
+			}
+			want = run->iters ? pb_spin_jump(j->payload, run->iters)
+					  : j->payload ^ PB_TRIVIAL_MARK;
+			if (j->hdr.status != BP_JOB_OK)
+				pb_sink_bad(run, j, "status not OK");
+			else if (j->payload != pb_mix(pid, j->pseq))
+				pb_sink_bad(run, j, "payload corrupted");
+			else if (j->result != want)
+				pb_sink_bad(run, j, "wrong stage result");
+			if (run->ordered) {
+				if (s->seq_started && j->hdr.seq != s->next_seq)
+					pb_sink_bad(run, j, "seq not +1");
+				s->next_seq = j->hdr.seq + 1;
+				s->seq_started = true;
+				if (j->pseq != s->next_pseq[pid])
+					pb_sink_bad(run, j,
+						    "producer's pseq not +1");
+				s->next_pseq[pid] = j->pseq + 1;
+			}
+			s->count[pid]++;
+			s->sum[pid] += j->pseq;
+			if (now) /* latency runs only: a second cache line */
+				j->seen_ns = now;
+			s->ret[pid * PB_SINK_CHUNK + s->nret[pid]++] = jobs[i];
+		}
+		for (unsigned p = 0; p < P; p++) {
+			int k;
+
+			if (!s->nret[p])
+				continue;
+			/* the free ring holds the whole pool: never full */
+			k = bp_ring_enqueue_burst(
+				run->prod[p].free,
+				(void **)&s->ret[p * PB_SINK_CHUNK], s->nret[p],
+				NULL);
+			if (k != (int)s->nret[p])
+				bench_die("bpbench pipeline: free ring of "
+					  "producer %u refused %u jobs (%d)\n",
+					  p, s->nret[p], k);
+			s->nret[p] = 0;
+		}
+	}
+}
+
+/* Take free jobs until batch[0..want) is full; false if stopped first. */
+static bool pb_take_free(struct pb_producer *pr, unsigned want)
+{
+	struct pb_run *run = pr->run;
+	int64_t t_wait = 0;
+
+	while (pr->held < want) {
+		int k = bp_ring_dequeue_burst_wait(
+			pr->free, (void **)pr->batch + pr->held,
+			want - pr->held, PB_FREE_WAIT_NS);
+
+		if (k > 0) {
+			pr->held += (unsigned)k;
+			t_wait = 0;
+			continue;
+		}
+		if (k != -ETIMEDOUT && k != -EINTR) {
+			pr->err = k;
+			return false;
+		}
+		if (run->mode == PB_THROUGHPUT &&
+		    atomic_load_explicit(&run->stop, memory_order_relaxed))
+			return false;
+		if (run->mode == PB_LATENCY) {
+			/* one job in flight: it must come back */
+			int64_t now = bench_now_ns();
+
+			if (!t_wait)
+				t_wait = now;
+			else if (now - t_wait > PB_LOST_NS)
+				bench_die("bpbench pipeline: VERIFY FAILED: "
+					  "the latency job did not come back "
+					  "in 5 s\n");
+		}
+	}
+	return true;
+}
+
+static void pb_stamp(struct pb_producer *pr, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct pb_job *j = pb_job_of(pr->batch[i]);
+
+		j->pseq = pr->submitted + i;
+		j->payload = pb_mix(pr->id, j->pseq);
+	}
+}
+
+static void pb_submit_held(struct pb_producer *pr)
+{
+	int rc = bp_submit(pr->run->p, pr->batch, pr->held, 0, -1);
+
+	if (rc != (int)pr->held)
+		bench_die("bpbench pipeline: bp_submit(%u) returned %d (%s)\n",
+			  pr->held, rc, rc < 0 ? bp_strerror(rc) : "short");
+	pr->submitted += pr->held;
+	pr->held = 0;
+}
+
+static void pb_last_out(struct pb_run *run)
+{
+	/*
+	 * The last producer out drains; acq_rel collects every producer's
+	 * submissions before it (they are complete anyway: bp_submit returned).
+	 */
+	if (atomic_fetch_sub_explicit(&run->producers_left, 1,
+				      memory_order_acq_rel) == 1) {
+		bp_pipeline_drain(run->p);
+		run->t_drain_end = bench_now_ns();
+	}
+}
+
+static void *pb_producer_main(void *arg)
+{
+	struct pb_producer *pr = arg;
+	struct pb_run *run = pr->run;
+	unsigned B = run->B;
+
+	pthread_barrier_wait(&run->start);
+	pr->t_start = bench_now_ns();
+	/* relaxed: stop is a time signal; the joins publish the results */
+	while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
+		if (!pb_take_free(pr, B))
+			break;
+		pb_stamp(pr, B);
+		pb_submit_held(pr);
+	}
+	pb_last_out(run);
+	return NULL;
+}
+
+/*
+ * Latency: one job at a time. Take the job back from the free ring (the sink
+ * put it there after stamping seen_ns), record seen - sent, optionally idle,
+ * submit it again.
+ */
+static void *pb_latency_main(void *arg)
+{
+	struct pb_producer *pr = arg;
+	struct pb_run *run = pr->run;
+	int64_t sent = -1;
+
+	pthread_barrier_wait(&run->start);
+	pr->t_start = bench_now_ns();
+	for (;;) {
+		if (!pb_take_free(pr, 1))
+			break;
+		if (sent >= 0)
+			pr->samples[pr->nsamples++] =
+				pb_job_of(pr->batch[0])->seen_ns - sent;
+		if (pr->nsamples >= pr->max_samples ||
+		    bench_now_ns() >= run->lat_until_ns)
+			break;
+		if (run->gap_ns)
+			bench_sleep_ns(run->gap_ns);
+		pb_stamp(pr, 1);
+		sent = bench_now_ns();
+		pb_submit_held(pr);
+	}
+	pb_last_out(run);
+	return NULL;
+}
+
+static void pb_spawn(pthread_t *t, void *(*fn)(void *), void *arg, int cpu)
+{
+	pthread_attr_t attr;
+	int rc;
+
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		rc = bench_attr_pin(&attr, cpu);
+		if (rc)
+			bench_die("bpbench pipeline: cannot pin to CPU %d: "
+				  "%s\n",
+				  cpu, strerror(rc));
+	}
+	rc = pthread_create(t, &attr, fn, arg);
+	if (rc)
+		bench_die("bpbench pipeline: pthread_create: %s\n",
+			  strerror(rc));
+	pthread_attr_destroy(&attr);
+}
+
+static void pb_log(void *ctx, enum bp_log_level level, const char *msg)
+{
+	fprintf(stderr, "bpbench pipeline: batchpipe says: %s\n", msg);
+}
+
+/* spin_ns and yields of every spin-sleep policy (-1: the default) */
+static int pb_spin_ns = -1, pb_yields = -1;
+
+static void pb_policy(struct bp_wait_policy *pol, int wait)
+{
+	bp_wait_policy_init(pol);
+	pol->strategy = pb_waits[wait].strategy;
+	if (pb_spin_ns >= 0)
+		pol->spin_ns = (uint32_t)pb_spin_ns;
+	if (pb_yields >= 0)
+		pol->yields = (uint32_t)pb_yields;
+}
+
+/* Build and start a pipeline for *run (config copied: cpus may be local). */
+static void pb_pipeline_up(struct pb_run *run)
+{
+	const struct pb_opts *o = run->o;
+	struct bp_pipeline_config c;
+	int cpus[BENCH_MAX_CPUS], rc;
+
+	bp_pipeline_config_init(&c);
+	c.workers = run->W;
+	c.max_batch = run->B;
+	if (o->inflight)
+		c.max_inflight = o->inflight;
+	if (o->ingress)
+		c.ingress_capacity = o->ingress;
+	if (o->egress)
+		c.egress_capacity = o->egress;
+	if (c.max_inflight < run->B)
+		c.max_inflight = run->B;
+	c.ordered = run->ordered;
+	pb_policy(&c.worker_wait, (int)run->wait);
+	pb_policy(&c.sink_wait, (int)run->wait);
+	pb_policy(&c.producer_wait, (int)run->wait);
+	if (o->pin) {
+		/* producers first, then workers, then the sink, round-robin */
+		for (int i = 0; i < o->ncpus; i++)
+			cpus[i] = o->cpus[(run->P + (unsigned)i) %
+					  (unsigned)o->ncpus];
+		c.worker_cpus = cpus;
+		c.n_worker_cpus = (unsigned)o->ncpus;
+		c.sink_cpu = o->cpus[(run->P + run->W) % (unsigned)o->ncpus];
+	}
+	c.stage = &pb_stage;
+	c.stage_ctx = run;
+	c.sink = pb_sink;
+	c.sink_ctx = run;
+	c.log = pb_log;
+	rc = bp_pipeline_create(&c, &run->p);
+	if (rc)
+		bench_die("bpbench pipeline: bp_pipeline_create: %s\n",
+			  bp_strerror(rc));
+	rc = bp_pipeline_start(run->p);
+	if (rc)
+		bench_die("bpbench pipeline: bp_pipeline_start: %s\n",
+			  bp_strerror(rc));
+}
+
+/* After a run: every job accounted for, and every job back in its pool. */
+static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
+{
+	struct pb_sink_state *s = &run->sink;
+	uint64_t want_total = 0, bad = s->bad;
+	char what[96];
+
+	snprintf(what, sizeof(what), "P=%u W=%u B=%u %s%s%s", run->P, run->W,
+		 run->B, pb_waits[run->wait].name,
+		 run->ordered ? " ordered" : "", run->iters ? " work" : "");
+	for (unsigned p = 0; p < run->P; p++) {
+		struct pb_producer *pr = &run->prod[p];
+
+		if (pr->err)
+			bench_die("bpbench pipeline: %s: producer %u: free "
+				  "ring wait failed: %s\n",
+				  what, p, bp_strerror(pr->err));
+		want_total += pr->submitted;
+		if (s->count[p] != pr->submitted ||
+		    s->sum[p] != pb_seq_sum(pr->submitted)) {
+			fprintf(stderr,
+				"bpbench pipeline: VERIFY FAILED: %s: producer "
+				"%u submitted %" PRIu64
+				" jobs (pseq sum %" PRIu64
+				"), the sink saw %" PRIu64 " (sum %" PRIu64
+				")\n",
+				what, p, pr->submitted,
+				pb_seq_sum(pr->submitted), s->count[p],
+				s->sum[p]);
+			bad++;
+		}
+		/* jobs taken but not submitted go back by hand: the sink,
+		 * the free ring's only producer, has been joined */
+		if (pr->held &&
+		    bp_ring_enqueue_burst(pr->free, (void **)pr->batch,
+					  pr->held, NULL) != (int)pr->held)
+			bench_die("bpbench pipeline: cannot return held "
+				  "jobs\n");
+		pr->held = 0;
+		if (bp_ring_count(pr->free) != pr->njobs) {
+			fprintf(stderr,
+				"bpbench pipeline: VERIFY FAILED: %s: producer "
+				"%u has %u of its %u jobs back\n",
+				what, p, bp_ring_count(pr->free), pr->njobs);
+			bad++;
+		}
+	}
+	if (st->submitted != st->ok + st->failed + st->cancelled ||
+	    st->submitted != want_total || st->failed || st->cancelled) {
+		fprintf(stderr,
+			"bpbench pipeline: VERIFY FAILED: %s: stats submitted "
+			"%" PRIu64 ", ok %" PRIu64 ", failed %" PRIu64
+			", cancelled %" PRIu64 "; producers submitted %" PRIu64
+			"\n",
+			what, st->submitted, st->ok, st->failed, st->cancelled,
+			want_total);
+		bad++;
+	}
+	if (bad)
+		exit(1);
+}
+
+static void pb_run_init(struct pb_run *run, const struct pb_opts *o,
+			struct pb_producer *prod, unsigned P)
+{
+	struct pb_sink_state *s = &run->sink;
+
+	memset(run, 0, sizeof(*run));
+	run->o = o;
+	run->prod = prod;
+	run->P = P;
+	atomic_init(&run->stop, 0);
+	atomic_init(&run->producers_left, P);
+	s->count = bench_zalloc(sizeof(*s->count) * P);
+	s->sum = bench_zalloc(sizeof(*s->sum) * P);
+	s->next_pseq = bench_zalloc(sizeof(*s->next_pseq) * P);
+	s->nret = bench_zalloc(sizeof(*s->nret) * P);
+	s->ret = bench_zalloc(sizeof(*s->ret) * P * PB_SINK_CHUNK);
+	pthread_barrier_init(&run->start, NULL, P + 1);
+}
+
+static void pb_run_fini(struct pb_run *run)
+{
+	free(run->sink.count);
+	free(run->sink.sum);
+	free(run->sink.next_pseq);
+	free(run->sink.nret);
+	free(run->sink.ret);
+	pthread_barrier_destroy(&run->start);
+}
+
+static void pb_prepare_producers(struct pb_run *run)
+{
+	struct bp_wait_policy pol;
+
+	for (unsigned i = 0; i < run->P; i++) {
+		struct pb_producer *pr = &run->prod[i];
+
+		pr->run = run;
+		pr->held = 0;
+		pr->submitted = 0;
+		pr->err = 0;
+		pr->nsamples = 0;
+		pb_policy(&pol, (int)run->prod_wait);
+		bp_ring_set_wait_policy(pr->free, &pol);
+	}
+}
+
+struct pb_result {
+	double mjobs, p50_us, p99_us;
+};
+
+/* One throughput run of one point. */
+static struct pb_result pb_run_once(const struct pb_opts *o,
+				    struct pb_producer *prod, unsigned P,
+				    unsigned W, unsigned B, int wait,
+				    bool ordered, uint64_t iters, unsigned ms)
+{
+	struct pb_run run;
+	struct bp_pipeline_stats st;
+	struct pb_result res;
+	int64_t t0;
+
+	pb_run_init(&run, o, prod, P);
+	run.W = W;
+	run.B = B;
+	run.wait = (unsigned)wait;
+	run.ordered = ordered;
+	run.iters = iters;
+	run.mode = PB_THROUGHPUT;
+	run.prod_wait = (unsigned)wait; /* one strategy for every thread */
+	pb_pipeline_up(&run);
+	pb_prepare_producers(&run);
+	for (unsigned i = 0; i < P; i++)
+		pb_spawn(&prod[i].thread, pb_producer_main, &prod[i],
+			 o->pin ? o->cpus[i % (unsigned)o->ncpus] : -1);
+	pthread_barrier_wait(&run.start);
+	t0 = bench_now_ns();
+	bench_sleep_ns((int64_t)ms * 1000000);
+	atomic_store_explicit(&run.stop, 1, memory_order_relaxed);
+	for (unsigned i = 0; i < P; i++) {
+		pthread_join(prod[i].thread, NULL);
+		/* the clock starts with the first thread to run */
+		if (prod[i].t_start < t0)
+			t0 = prod[i].t_start;
+	}
+	bp_pipeline_stats(run.p, &st);
+	pb_verify(&run, &st);
+	bp_pipeline_destroy(run.p);
+	pb_run_fini(&run);
+	res.mjobs = (double)st.ok * 1e3 / (double)(run.t_drain_end - t0);
+	res.p50_us = (double)st.lat_p50_ns / 1e3;
+	res.p99_us = (double)st.lat_p99_ns / 1e3;
+	return res;
+}
+
+/* ---- latency, wake-up, idle CPU, hand-off -------------------------------- */
+
+static int pb_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pb_pct(const int64_t *v, unsigned n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return NAN;
+	i = (size_t)ceil(q * n);
+	i = i ? i - 1 : 0;
+	return (double)v[i < n ? i : n - 1];
+}
+
+struct pb_lat_result {
+	double p50_us, p99_us;	     /* benchmark: submit call -> sink */
+	double bp_p50_us, bp_p99_us; /* bp_pipeline_stats of the run */
+	unsigned n;
+};
+
+/*
+ * One producer, one worker, one job at a time: gap 0 is the low-load
+ * latency, a gap of >= 5 ms the wake-up latency after idle. prod_wait: how
+ * the producer waits for its job to come back (not part of what is
+ * measured, but what the producer does with its CPU meanwhile matters).
+ */
+static struct pb_lat_result pb_latency_once(const struct pb_opts *o,
+					    struct pb_producer *lp, int wait,
+					    int prod_wait, int64_t gap_ns,
+					    unsigned max_n, unsigned ms)
+{
+	struct pb_run run;
+	struct bp_pipeline_stats st;
+	struct pb_lat_result res;
+
+	pb_run_init(&run, o, lp, 1);
+	run.W = 1;
+	run.B = PB_HEAD_B;
+	run.wait = (unsigned)wait;
+	run.mode = PB_LATENCY;
+	run.gap_ns = gap_ns;
+	run.prod_wait = (unsigned)prod_wait;
+	pb_pipeline_up(&run);
+	pb_prepare_producers(&run);
+	lp->max_samples = max_n;
+	pb_spawn(&lp->thread, pb_latency_main, lp, o->pin ? o->cpus[0] : -1);
+	run.lat_until_ns = bench_now_ns() + (int64_t)ms * 1000000;
+	pthread_barrier_wait(&run.start);
+	pthread_join(lp->thread, NULL);
+	bp_pipeline_stats(run.p, &st);
+	pb_verify(&run, &st);
+	bp_pipeline_destroy(run.p);
+	pb_run_fini(&run);
+	qsort(lp->samples, lp->nsamples, sizeof(*lp->samples), pb_cmp_i64);
+	res.n = lp->nsamples;
+	res.p50_us = pb_pct(lp->samples, lp->nsamples, 0.50) / 1e3;
+	res.p99_us = pb_pct(lp->samples, lp->nsamples, 0.99) / 1e3;
+	res.bp_p50_us = (double)st.lat_p50_ns / 1e3;
+	res.bp_p99_us = (double)st.lat_p99_ns / 1e3;
+	return res;
+}
+
+static int64_t pb_cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+}
+
+/*
+ * A started pipeline (default size: 2 workers and the sink) with nothing to
+ * do: process CPU time over `ms`, in percent of one core. The main thread
+ * sleeps meanwhile; nothing else runs in the process.
+ */
+static double pb_idle_once(const struct pb_opts *o, struct pb_producer *prod,
+			   int wait, unsigned ms)
+{
+	struct pb_run run;
+	struct bp_pipeline_stats st;
+	int64_t c0, t0, c1, t1;
+
+	pb_run_init(&run, o, prod, 1);
+	run.W = 2;
+	run.B = PB_HEAD_B;
+	run.wait = (unsigned)wait;
+	run.mode = PB_LATENCY;
+	pb_pipeline_up(&run);
+	/* let the threads finish starting and reach their idle wait */
+	bench_sleep_ns(20 * 1000000);
+	c0 = pb_cpu_ns();
+	t0 = bench_now_ns();
+	bench_sleep_ns((int64_t)ms * 1000000);
+	c1 = pb_cpu_ns();
+	t1 = bench_now_ns();
+	bp_pipeline_drain(run.p);
+	bp_pipeline_stats(run.p, &st);
+	if (st.submitted || st.ok)
+		bench_die("bpbench pipeline: idle pipeline delivered jobs\n");
+	bp_pipeline_destroy(run.p);
+	pb_run_fini(&run);
+	return 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+struct pb_pingpong {
+	_Alignas(BENCH_CACHELINE) atomic_uint_fast64_t word;
+	unsigned rounds;
+	pthread_barrier_t start;
+	int64_t t0, t1;
+};
+
+static void pb_pp_wait(atomic_uint_fast64_t *w, uint64_t v)
+{
+	unsigned spins = 0;
+
+	/* acquire: nothing to publish; relaxed would do, acquire is free */
+	while (atomic_load_explicit(w, memory_order_acquire) != v)
+		if (++spins % 4096 == 0)
+			sched_yield(); /* the other side was preempted */
+		else
+			bench_cpu_pause();
+}
+
+static void *pb_pp_ping(void *arg)
+{
+	struct pb_pingpong *pp = arg;
+
+	pthread_barrier_wait(&pp->start);
+	pp->t0 = bench_now_ns();
+	for (uint64_t i = 0; i < pp->rounds; i++) {
+		/* release: orders nothing but keeps the store a plain one */
+		atomic_store_explicit(&pp->word, 2 * i + 1,
+				      memory_order_release);
+		pb_pp_wait(&pp->word, 2 * i + 2);
+	}
+	pp->t1 = bench_now_ns();
+	return NULL;
+}
+
+static void *pb_pp_pong(void *arg)
+{
+	struct pb_pingpong *pp = arg;
+
+	pthread_barrier_wait(&pp->start);
+	for (uint64_t i = 0; i < pp->rounds; i++) {
+		pb_pp_wait(&pp->word, 2 * i + 1);
+		atomic_store_explicit(&pp->word, 2 * i + 2,
+				      memory_order_release);
+	}
+	return NULL;
+}
+
+/* Cross-core hand-off: one cache line ping-ponged; ns one way. */
+static double pb_handoff_once(const struct pb_opts *o, unsigned rounds)
+{
+	struct pb_pingpong *pp = bench_zalloc(sizeof(*pp));
+	pthread_t a, b;
+	double ns;
+
+	atomic_init(&pp->word, 0);
+	pp->rounds = rounds;
+	pthread_barrier_init(&pp->start, NULL, 2);
+	pb_spawn(&a, pb_pp_ping, pp, o->cpus[0]);
+	pb_spawn(&b, pb_pp_pong, pp, o->cpus[1 % o->ncpus]);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_barrier_destroy(&pp->start);
+	ns = (double)(pp->t1 - pp->t0) / (2.0 * rounds);
+	free(pp);
+	return ns;
+}
+
+/* ---- the ring reference: bp_ring MPMC 1x1, burst B (ring_bench's point) -- */
+
+struct pb_ring_run {
+	void *q;
+	unsigned B;
+	pthread_barrier_t start;
+	atomic_int stop __attribute__((aligned(BENCH_CACHELINE)));
+	atomic_int done;
+	uint64_t enqueued, dequeued, bad;
+	int64_t t_start, t_end;
+};
+
+static void *pb_ring_producer(void *arg)
+{
+	struct pb_ring_run *rr = arg;
+	void **items = bench_zalloc(sizeof(void *) * rr->B);
+	unsigned B = rr->B, off = 0;
+	uint64_t seq = 0;
+	struct bench_backoff bo = {0};
+
+	for (unsigned i = 0; i < B; i++)
+		items[i] = (void *)(uintptr_t)(seq++ << 1);
+	pthread_barrier_wait(&rr->start);
+	rr->t_start = bench_now_ns();
+	/* relaxed: a time signal; the join publishes the results */
+	while (!atomic_load_explicit(&rr->stop, memory_order_relaxed)) {
+		int r = bench_q_batchpipe.enqueue(rr->q, 0, items + off,
+						  B - off);
+
+		if (r < 0)
+			bench_die("bpbench pipeline: ring enqueue: %s\n",
+				  bp_strerror(r));
+		if (r == 0) {
+			bench_backoff_wait(&bo);
+			continue;
+		}
+		bench_backoff_reset(&bo);
+		off += (unsigned)r;
+		if (off == B) {
+			for (unsigned i = 0; i < B; i++)
+				items[i] = (void *)(uintptr_t)(seq++ << 1);
+			off = 0;
+		}
+	}
+	rr->enqueued = seq - (B - off);
+	free(items);
+	/* release: the consumer that sees done sees every enqueue */
+	atomic_store_explicit(&rr->done, 1, memory_order_release);
+	return NULL;
+}
+
+static void *pb_ring_consumer(void *arg)
+{
+	struct pb_ring_run *rr = arg;
+	void **items = bench_zalloc(sizeof(void *) * rr->B);
+	uint64_t next = 0;
+	struct bench_backoff bo = {0};
+
+	pthread_barrier_wait(&rr->start);
+	for (;;) {
+		/* acquire: pairs with the producer's release of done */
+		int done =
+			atomic_load_explicit(&rr->done, memory_order_acquire);
+		int m = bench_q_batchpipe.dequeue(rr->q, 0, items, rr->B);
+
+		if (m < 0)
+			bench_die("bpbench pipeline: ring dequeue: %s\n",
+				  bp_strerror(m));
+		if (m == 0) {
+			if (done)
+				break;
+			bench_backoff_wait(&bo);
+			continue;
+		}
+		bench_backoff_reset(&bo);
+		for (int i = 0; i < m; i++)
+			if ((uintptr_t)items[i] != (uintptr_t)(next++ << 1))
+				rr->bad++;
+	}
+	rr->dequeued = next;
+	rr->t_end = bench_now_ns();
+	free(items);
+	return NULL;
+}
+
+static double pb_ring_once(const struct pb_opts *o, unsigned B, unsigned ms)
+{
+	struct pb_ring_run *rr = bench_zalloc(sizeof(*rr));
+	pthread_t pt, ct;
+	double m;
+
+	rr->B = B;
+	atomic_init(&rr->stop, 0);
+	atomic_init(&rr->done, 0);
+	rr->q = bench_q_batchpipe.create(4096, 1, 1, &rr->stop);
+	if (!rr->q)
+		bench_die("bpbench pipeline: cannot create the ring\n");
+	pthread_barrier_init(&rr->start, NULL, 3);
+	pb_spawn(&pt, pb_ring_producer, rr, o->cpus[0]);
+	pb_spawn(&ct, pb_ring_consumer, rr, o->cpus[1 % o->ncpus]);
+	pthread_barrier_wait(&rr->start);
+	bench_sleep_ns((int64_t)ms * 1000000);
+	atomic_store_explicit(&rr->stop, 1, memory_order_relaxed);
+	pthread_join(pt, NULL);
+	pthread_join(ct, NULL);
+	if (rr->bad || rr->dequeued != rr->enqueued) {
+		fprintf(stderr,
+			"bpbench pipeline: VERIFY FAILED: ring 1x1 B=%u: "
+			"enqueued %" PRIu64 ", dequeued %" PRIu64 ", %" PRIu64
+			" out of order\n",
+			B, rr->enqueued, rr->dequeued, rr->bad);
+		exit(1);
+	}
+	m = (double)rr->dequeued * 1e3 / (double)(rr->t_end - rr->t_start);
+	pthread_barrier_destroy(&rr->start);
+	bench_q_batchpipe.destroy(rr->q);
+	free(rr);
+	return m;
+}
+
+/* ---- points and results -------------------------------------------------- */
+
+enum pb_kind { PB_PIPE, PB_WORK, PB_RING };
+
+struct pb_point {
+	enum pb_kind kind;
+	unsigned W, B;
+	int wait;
+	bool ordered;
+};
+
+struct pb_results {
+	int runs, npoints;
+	struct pb_point pt[PB_MAX_POINTS];
+	double *mj, *p50, *p99; /* [run][point] */
+	/* latency phase: [run][wait] */
+	double *lat_p50, *lat_p99, *lat_bp50, *lat_bp99;
+	double *same_p50, *same_p99; /* producer waits as the pipeline */
+	double *wake_p50, *wake_p99, *wake_bp50, *wake_bp99;
+	double *idle;
+	double *handoff; /* [run] */
+	uint64_t iters;
+	double iters_per_ns;
+};
+
+static int pb_find(const struct pb_results *r, enum pb_kind kind, unsigned W,
+		   unsigned B, int wait, bool ordered)
+{
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+
+		if (p->kind == kind && p->B == B &&
+		    (kind == PB_RING ||
+		     (p->W == W && p->wait == wait && p->ordered == ordered)))
+			return i;
+	}
+	return -1;
+}
+
+static void pb_add(struct pb_results *r, enum pb_kind kind, unsigned W,
+		   unsigned B, int wait, bool ordered)
+{
+	if (pb_find(r, kind, W, B, wait, ordered) >= 0)
+		return;
+	if (r->npoints >= PB_MAX_POINTS)
+		bench_die("bpbench pipeline: too many points\n");
+	r->pt[r->npoints++] = (struct pb_point){kind, W, B, wait, ordered};
+}
+
+static void pb_build_points(const struct pb_opts *o, struct pb_results *r)
+{
+	for (int w = 0; w < o->nworkers; w++)
+		for (int b = 0; b < o->nbatches; b++)
+			for (int i = 0; i < o->nwaits; i++)
+				pb_add(r, PB_PIPE, o->workers[w], o->batches[b],
+				       o->waits[i], false);
+	if (o->sweep_only)
+		return;
+	for (int b = 0; b < o->nbatches; b++) {
+		pb_add(r, PB_PIPE, PB_HEAD_W, o->batches[b], PB_HEAD_WAIT,
+		       true);
+		pb_add(r, PB_RING, 1, o->batches[b], 0, false);
+	}
+	/* the headline points, whatever the lists say */
+	pb_add(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, false);
+	pb_add(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, true);
+	pb_add(r, PB_PIPE, PB_HEAD_W_MANY, PB_HEAD_B, PB_HEAD_WAIT, false);
+	pb_add(r, PB_RING, 1, PB_HEAD_B, 0, false);
+	if (o->work_ns)
+		for (int w = 0; w < o->nworkers; w++)
+			pb_add(r, PB_WORK, o->workers[w], PB_HEAD_B,
+			       PB_HEAD_WAIT, false);
+}
+
+static double *pb_cell(const struct pb_results *r, double *a, int run, int i)
+{
+	return &a[run * r->npoints + i];
+}
+
+static double *pb_wcell(double *a, int run, int wait)
+{
+	return &a[run * PB_NWAITS + wait];
+}
+
+/* Median over runs of a[run][i] (stride: points, or waits). */
+static double pb_med(const double *a, int runs, int stride, int i, double *lo,
+		     double *hi)
+{
+	double v[PB_MAX_RUNS];
+
+	for (int run = 0; run < runs; run++)
+		v[run] = a[run * stride + i];
+	if (lo)
+		*lo = bench_min(v, runs);
+	if (hi)
+		*hi = bench_max(v, runs);
+	return bench_median(v, runs);
+}
+
+static double pb_med_pt(const struct pb_results *r, const double *a, int i,
+			double *lo, double *hi)
+{
+	if (i < 0) {
+		if (lo)
+			*lo = NAN;
+		if (hi)
+			*hi = NAN;
+		return NAN;
+	}
+	return pb_med(a, r->runs, r->npoints, i, lo, hi);
+}
+
+/* Median over runs of a[run][i] / a[run][j]. */
+static double pb_med_ratio(const struct pb_results *r, int i, int j)
+{
+	double v[PB_MAX_RUNS];
+
+	if (i < 0 || j < 0)
+		return NAN;
+	for (int run = 0; run < r->runs; run++) {
+		double den = *pb_cell(r, r->mj, run, j);
+
+		v[run] = den > 0 ? *pb_cell(r, r->mj, run, i) / den : NAN;
+	}
+	return bench_median(v, r->runs);
+}
+
+/* ---- the measurements, interleaved --------------------------------------- */
+
+static double pb_calibrate(void)
+{
+	double v[7];
+	uint64_t iters = 2000000, sink = 0;
+
+	for (int i = 0; i < 7; i++) {
+		int64_t t0 = bench_now_ns();
+
+		sink += pb_spin((uint64_t)i, iters);
+		v[i] = (double)iters / (double)(bench_now_ns() - t0);
+	}
+	if (sink == 42) /* keep the result alive */
+		fprintf(stderr, " ");
+	return bench_median(v, 7);
+}
+
+static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
+		     struct pb_producer *prod)
+{
+	uint64_t rng = o->seed;
+	int64_t t_start = bench_now_ns();
+	int order[PB_MAX_POINTS];
+
+	/* warm-up, not recorded: code, pools, the allocator's arenas */
+	pb_run_once(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT,
+		    false, 0, o->quick ? 10 : 50);
+	for (int run = 0; run < r->runs; run++) {
+		fprintf(stderr,
+			"bpbench pipeline: throughput run %d/%d: %d "
+			"points ",
+			run + 1, r->runs, r->npoints);
+		for (int i = 0; i < r->npoints; i++)
+			order[i] = i;
+		bench_shuffle(order, r->npoints, &rng);
+		for (int k = 0; k < r->npoints; k++) {
+			int i = order[k];
+			const struct pb_point *p = &r->pt[i];
+			struct pb_result res = {NAN, NAN, NAN};
+
+			if (p->kind == PB_RING)
+				res.mjobs = pb_ring_once(o, p->B, o->ms);
+			else
+				res = pb_run_once(o, prod, o->producers, p->W,
+						  p->B, p->wait, p->ordered,
+						  p->kind == PB_WORK ? r->iters
+								     : 0,
+						  o->ms);
+			*pb_cell(r, r->mj, run, i) = res.mjobs;
+			*pb_cell(r, r->p50, run, i) = res.p50_us;
+			*pb_cell(r, r->p99, run, i) = res.p99_us;
+			if (k % 8 == 7)
+				fputc('.', stderr);
+		}
+		fprintf(stderr, " (%.1f s)\n",
+			(double)(bench_now_ns() - t_start) / 1e9);
+	}
+}
+
+static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
+			     struct pb_producer *lp, struct pb_producer *prod)
+{
+	uint64_t rng = o->seed ^ UINT64_C(0x1a7e1c);
+	int64_t t_start = bench_now_ns();
+	/*
+	 * Tasks, each per wait strategy: low-load latency with a producer that
+	 * spins and yields for its job (busy-poll); the same with a producer
+	 * that waits with the strategy under test; wake-up after idle (the
+	 * producer sleeps through the gap: its own wake-up is not measured
+	 * and it leaves the CPUs to the pipeline); idle CPU. Then hand-off.
+	 */
+	enum { T_LAT, T_SAME, T_WAKE, T_IDLE, T_HANDOFF };
+	int order[T_HANDOFF * PB_NWAITS + 1], n;
+
+	for (int run = 0; run < r->runs; run++) {
+		fprintf(stderr, "bpbench pipeline: latency run %d/%d:", run + 1,
+			r->runs);
+		n = 0;
+		for (int t = T_LAT; t < T_HANDOFF; t++)
+			for (int i = 0; i < o->nwaits; i++)
+				order[n++] = t * PB_NWAITS + o->waits[i];
+		order[n++] = T_HANDOFF * PB_NWAITS;
+		bench_shuffle(order, n, &rng);
+		for (int k = 0; k < n; k++) {
+			int task = order[k] / PB_NWAITS,
+			    w = order[k] % PB_NWAITS;
+			int64_t gap = (int64_t)o->wake_gap_us * 1000;
+			struct pb_lat_result lr;
+
+			switch (task) {
+			case T_LAT:
+				lr = pb_latency_once(o, lp, w, 0, 0,
+						     PB_MAX_SAMPLES, o->lat_ms);
+				*pb_wcell(r->lat_p50, run, w) = lr.p50_us;
+				*pb_wcell(r->lat_p99, run, w) = lr.p99_us;
+				*pb_wcell(r->lat_bp50, run, w) = lr.bp_p50_us;
+				*pb_wcell(r->lat_bp99, run, w) = lr.bp_p99_us;
+				fprintf(stderr, " lat/%s(%u)", pb_waits[w].name,
+					lr.n);
+				break;
+			case T_SAME:
+				lr = pb_latency_once(o, lp, w, w, 0,
+						     PB_MAX_SAMPLES, o->lat_ms);
+				*pb_wcell(r->same_p50, run, w) = lr.p50_us;
+				*pb_wcell(r->same_p99, run, w) = lr.p99_us;
+				fprintf(stderr, " same/%s(%u)",
+					pb_waits[w].name, lr.n);
+				break;
+			case T_WAKE:
+				lr = pb_latency_once(o, lp, w, 2, gap,
+						     o->wake_samples, 600000);
+				*pb_wcell(r->wake_p50, run, w) = lr.p50_us;
+				*pb_wcell(r->wake_p99, run, w) = lr.p99_us;
+				*pb_wcell(r->wake_bp50, run, w) = lr.bp_p50_us;
+				*pb_wcell(r->wake_bp99, run, w) = lr.bp_p99_us;
+				fprintf(stderr, " wake/%s", pb_waits[w].name);
+				break;
+			case T_IDLE:
+				*pb_wcell(r->idle, run, w) =
+					pb_idle_once(o, prod, w, o->idle_ms);
+				fprintf(stderr, " idle/%s", pb_waits[w].name);
+				break;
+			default:
+				r->handoff[run] = pb_handoff_once(
+					o, o->quick ? 20000 : 100000);
+				fprintf(stderr, " hand-off");
+			}
+		}
+		fprintf(stderr, " (%.1f s)\n",
+			(double)(bench_now_ns() - t_start) / 1e9);
+	}
+}
+
+/* ---- reports ------------------------------------------------------------- */
+
+static void pb_loadavg(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	snprintf(buf, len, "?");
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+static const char *pb_target(double v, double target, int at_least)
+{
+	if (isnan(v))
+		return "n/a";
+	return (at_least ? v >= target : v <= target) ? "meets" : "MISSES";
+}
+
+static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
+			   const char *load0, const char *load1)
+{
+	char cpus[256];
+	int ordered_any = 0;
+
+	bench_cpus_format(o->cpus, o->ncpus, cpus, sizeof(cpus));
+	printf("bpbench pipeline: %u producers, %u runs x %u ms per point "
+	       "(interleaved), pool %u jobs per producer,\n"
+	       "threads %s (CPUs %s), seed %" PRIu64 "\n",
+	       o->producers, o->runs, o->ms, o->pool,
+	       o->pin ? "pinned round-robin" : "not pinned", cpus, o->seed);
+	printf("load average at start: %s\n", load0);
+	printf("load average at end:   %s\n", load1);
+	printf("\nTrivial jobs (the stage writes a result and completes), "
+	       "unordered.\n"
+	       "Median M jobs/s end to end (producers' first submit .. drain "
+	       "returned); [min-max]\n");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
+		for (int b = 0; b < o->nbatches; b++)
+			printf("  %17s%-4u", "B=", o->batches[b]);
+		printf("\n");
+		for (int wk = 0; wk < o->nworkers; wk++) {
+			printf("%4u", o->workers[wk]);
+			for (int b = 0; b < o->nbatches; b++) {
+				int i = pb_find(r, PB_PIPE, o->workers[wk],
+						o->batches[b], w, false);
+				double lo, hi,
+					m = pb_med_pt(r, r->mj, i, &lo, &hi);
+				char range[32];
+
+				snprintf(range, sizeof(range), "[%.1f-%.1f]",
+					 lo, hi);
+				printf("  %7.2f %-13s", m, range);
+			}
+			printf("\n");
+		}
+	}
+	printf("\nLatency submit -> sink under that load, from "
+	       "bp_pipeline_stats (bucket\nupper bounds; at saturation this "
+	       "is queueing in the bounded rings):\nmedian p50 / p99, us\n");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
+		for (int b = 0; b < o->nbatches; b++)
+			printf("  %14s%-4u", "B=", o->batches[b]);
+		printf("\n");
+		for (int wk = 0; wk < o->nworkers; wk++) {
+			printf("%4u", o->workers[wk]);
+			for (int b = 0; b < o->nbatches; b++) {
+				int i = pb_find(r, PB_PIPE, o->workers[wk],
+						o->batches[b], w, false);
+				char cell[40];
+
+				snprintf(cell, sizeof(cell), "%.1f / %.1f",
+					 pb_med_pt(r, r->p50, i, NULL, NULL),
+					 pb_med_pt(r, r->p99, i, NULL, NULL));
+				printf("  %18s", cell);
+			}
+			printf("\n");
+		}
+	}
+
+	printf("\nOrdered vs unordered, %u producers, %u workers, wait %s "
+	       "(cost = 1 - median of per-run ordered/unordered)\n",
+	       o->producers, PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
+	printf("%5s %12s %12s %8s %14s\n", "B", "unordered", "ordered", "cost",
+	       "ordered p99us");
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+		int u;
+
+		if (p->kind != PB_PIPE || !p->ordered)
+			continue;
+		u = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
+		ordered_any = 1;
+		printf("%5u %12.2f %12.2f %7.1f%% %14.1f\n", p->B,
+		       pb_med_pt(r, r->mj, u, NULL, NULL),
+		       pb_med_pt(r, r->mj, i, NULL, NULL),
+		       100.0 * (1.0 - pb_med_ratio(r, i, u)),
+		       pb_med_pt(r, r->p99, i, NULL, NULL));
+	}
+	if (!ordered_any)
+		printf("  (none)\n");
+
+	printf("\nRing reference: bp_ring MPMC 1x1, capacity 4096, burst B, "
+	       "pinned to CPUs %d and %d,\nagainst the pipeline (%u "
+	       "producers, %u workers, %s, unordered)\n",
+	       o->cpus[0], o->cpus[1 % o->ncpus], o->producers, PB_HEAD_W,
+	       pb_waits[PB_HEAD_WAIT].name);
+	printf("%5s %14s %14s %8s\n", "B", "ring Mitems/s", "pipe Mjobs/s",
+	       "ratio");
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+		int pp;
+
+		if (p->kind != PB_RING)
+			continue;
+		pp = pb_find(r, PB_PIPE, PB_HEAD_W, p->B, PB_HEAD_WAIT, false);
+		printf("%5u %14.2f %14.2f %8.3f\n", p->B,
+		       pb_med_pt(r, r->mj, i, NULL, NULL),
+		       pb_med_pt(r, r->mj, pp, NULL, NULL),
+		       pb_med_ratio(r, pp, i));
+	}
+
+	if (o->work_ns && !o->sweep_only) {
+		printf("\nJobs with %u ns of CPU work each (%" PRIu64
+		       " LCG steps, calibrated at %.3f steps/ns),\nB=%u, "
+		       "wait %s, unordered; cores busy = Mjobs/s x work_ns / "
+		       "1000\n",
+		       o->work_ns, r->iters, r->iters_per_ns, PB_HEAD_B,
+		       pb_waits[PB_HEAD_WAIT].name);
+		printf("%4s %10s %12s %10s %10s\n", "W", "Mjobs/s",
+		       "cores busy", "p50 us", "p99 us");
+		for (int wk = 0; wk < o->nworkers; wk++) {
+			int i = pb_find(r, PB_WORK, o->workers[wk], PB_HEAD_B,
+					PB_HEAD_WAIT, false);
+			double m = pb_med_pt(r, r->mj, i, NULL, NULL);
+
+			printf("%4u %10.3f %12.2f %10.1f %10.1f\n",
+			       o->workers[wk], m, m * o->work_ns / 1e3,
+			       pb_med_pt(r, r->p50, i, NULL, NULL),
+			       pb_med_pt(r, r->p99, i, NULL, NULL));
+		}
+	}
+
+	if (o->latency) {
+		double ho_lo, ho_hi,
+			ho = pb_med(r->handoff, r->runs, 1, 0, &ho_lo, &ho_hi);
+
+		printf("\nLatency, 1 producer, 1 worker, one job at a time "
+		       "(medians over runs, us).\n"
+		       "bench = clock before bp_submit -> clock in the sink "
+		       "callback, one way, exact;\n"
+		       "bp = bp_pipeline_stats of the same runs (bucket upper "
+		       "bounds).\n"
+		       "low-load: the producer spins and yields (busy-poll) "
+		       "until its job is back;\n"
+		       "low-load same-wait: the producer waits with the "
+		       "strategy of the row;\n"
+		       "wake-up: %u us idle before each job (the producer "
+		       "sleeps through it);\n"
+		       "idle CPU: 2 workers + sink, no jobs, %u ms, %% of one "
+		       "core.\n",
+		       o->wake_gap_us, o->idle_ms);
+		printf("cross-core hand-off (the floor): %.0f ns one way "
+		       "[%.0f-%.0f]\n",
+		       ho, ho_lo, ho_hi);
+		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "", "low-load",
+		       "low-load", "low-load", "wake-up", "wake-up", "idle");
+		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "wait", "bench",
+		       "bp", "same-wait", "bench", "bp", "CPU");
+		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "", "p50 / p99",
+		       "p50 / p99", "p50 / p99", "p50 / p99", "p50 / p99", "%");
+		for (int wi = 0; wi < o->nwaits; wi++) {
+			int w = o->waits[wi];
+			char c[5][40];
+			const double *a[5][2] = {
+				{r->lat_p50, r->lat_p99},
+				{r->lat_bp50, r->lat_bp99},
+				{r->same_p50, r->same_p99},
+				{r->wake_p50, r->wake_p99},
+				{r->wake_bp50, r->wake_bp99},
+			};
+
+			for (int k = 0; k < 5; k++)
+				snprintf(c[k], sizeof(c[k]), "%.1f / %.1f",
+					 pb_med(a[k][0], r->runs, PB_NWAITS, w,
+						NULL, NULL),
+					 pb_med(a[k][1], r->runs, PB_NWAITS, w,
+						NULL, NULL));
+			printf("%-11s %15s %15s %15s %15s %15s %8.2f\n",
+			       pb_waits[w].name, c[0], c[1], c[2], c[3], c[4],
+			       pb_med(r->idle, r->runs, PB_NWAITS, w, NULL,
+				      NULL));
+		}
+	}
+
+	/* ---- the summary the lead quotes
+	 * ----------------------------------------- */
+	{
+		int head = pb_find(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B,
+				   PB_HEAD_WAIT, false);
+		int ord = pb_find(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B,
+				  PB_HEAD_WAIT, true);
+		int many = pb_find(r, PB_PIPE, PB_HEAD_W_MANY, PB_HEAD_B,
+				   PB_HEAD_WAIT, false);
+		int ring = pb_find(r, PB_RING, 1, PB_HEAD_B, 0, false);
+		double hm = pb_med_pt(r, r->mj, head, NULL, NULL);
+		double rm = pb_med_pt(r, r->mj, ring, NULL, NULL);
+		double rr = pb_med_ratio(r, head, ring);
+		double sc = pb_med_ratio(r, many, head);
+		double oc = 100.0 * (1.0 - pb_med_ratio(r, ord, head));
+
+		printf("\nHEADLINE (medians; ratios are medians of per-run "
+		       "ratios; load %s -> %s)\n",
+		       load0, load1);
+		printf("1. trivial, %uP/%uW, B=%u, unordered, %s: %.2f M "
+		       "jobs/s (target >= 80: %s)\n",
+		       o->producers, PB_HEAD_W, PB_HEAD_B,
+		       pb_waits[PB_HEAD_WAIT].name, hm, pb_target(hm, 80, 1));
+		printf("   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
+		       "%.3f (target >= 0.40: %s)\n",
+		       PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
+		printf("2. %u workers / %u workers at B=%u: %.3f (target >= "
+		       "0.70: %s)\n",
+		       PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
+		       pb_target(sc, 0.70, 1));
+		printf("3. ordered vs unordered, B=%u, %uP/%uW: cost %.1f %% "
+		       "(target <= 15 %%: %s)\n",
+		       PB_HEAD_B, o->producers, PB_HEAD_W, oc,
+		       pb_target(oc, 15, 0));
+		if (o->latency) {
+			double bp50 = pb_med(r->lat_p50, r->runs, PB_NWAITS, 0,
+					     NULL, NULL),
+			       bp99 = pb_med(r->lat_p99, r->runs, PB_NWAITS, 0,
+					     NULL, NULL),
+			       ss99 = pb_med(r->wake_p99, r->runs, PB_NWAITS, 1,
+					     NULL, NULL),
+			       ssidle = pb_med(r->idle, r->runs, PB_NWAITS, 1,
+					       NULL, NULL);
+
+			printf("4. latency, submit -> sink seen, one way, us "
+			       "(p50 / p99), 1P/1W, one job at a time;\n"
+			       "   hand-off floor %.0f ns. low-load: producer "
+			       "spins+yields; same-wait: producer\n"
+			       "   waits with the row's strategy; wake-up: "
+			       "after %u us idle\n",
+			       pb_med(r->handoff, r->runs, 1, 0, NULL, NULL),
+			       o->wake_gap_us);
+			printf("   %-10s %15s %15s %15s %9s\n", "wait",
+			       "low-load", "same-wait", "wake-up", "idle CPU");
+			for (int wi = 0; wi < o->nwaits; wi++) {
+				int w = o->waits[wi];
+				const double *a[3][2] = {
+					{r->lat_p50, r->lat_p99},
+					{r->same_p50, r->same_p99},
+					{r->wake_p50, r->wake_p99},
+				};
+				char c[3][40];
+
+				for (int k = 0; k < 3; k++)
+					snprintf(c[k], sizeof(c[k]),
+						 "%.1f / %.1f",
+						 pb_med(a[k][0], r->runs,
+							PB_NWAITS, w, NULL,
+							NULL),
+						 pb_med(a[k][1], r->runs,
+							PB_NWAITS, w, NULL,
+							NULL));
+				printf("   %-10s %15s %15s %15s %7.2f %%\n",
+				       pb_waits[w].name, c[0], c[1], c[2],
+				       pb_med(r->idle, r->runs, PB_NWAITS, w,
+					      NULL, NULL));
+			}
+			printf("   busy-poll p50 <= 5 us: %s; p99 <= 50 us: "
+			       "%s\n",
+			       pb_target(bp50, 5, 0), pb_target(bp99, 50, 0));
+			printf("   spin-sleep idle CPU < 1 %%: %s; wake-up p99 "
+			       "<= 100 us: %s\n",
+			       pb_target(ssidle, 0.999, 0),
+			       pb_target(ss99, 100, 0));
+			printf("5. cross-core hand-off, one way (round trip / "
+			       "2), median: %.0f ns\n",
+			       pb_med(r->handoff, r->runs, 1, 0, NULL, NULL));
+		}
+	}
+}
+
+static void pb_print_csv(const struct pb_opts *o, const struct pb_results *r)
+{
+	/* p50_us, p99_us: bp_pipeline_stats lat_p50_ns / lat_p99_ns of the
+	 * run (bucket upper bounds) */
+	printf("producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_"
+	       "us\n");
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+
+		if (p->kind != PB_PIPE)
+			continue;
+		for (int run = 0; run < r->runs; run++)
+			printf("%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f\n",
+			       o->producers, p->W, p->B, pb_waits[p->wait].name,
+			       p->ordered ? 1 : 0, run,
+			       *pb_cell(r, r->mj, run, i),
+			       *pb_cell(r, r->p50, run, i),
+			       *pb_cell(r, r->p99, run, i));
+	}
+	printf("ring1x1,B,run,Mitems_per_s\n");
+	for (int i = 0; i < r->npoints; i++)
+		if (r->pt[i].kind == PB_RING)
+			for (int run = 0; run < r->runs; run++)
+				printf("ring1x1,%u,%d,%.3f\n", r->pt[i].B, run,
+				       *pb_cell(r, r->mj, run, i));
+	if (o->work_ns && !o->sweep_only) {
+		printf("work,work_ns,producers,workers,B,wait,ordered,run,"
+		       "Mjobs_per_s,p50_us,p99_us\n");
+		for (int i = 0; i < r->npoints; i++) {
+			const struct pb_point *p = &r->pt[i];
+
+			if (p->kind != PB_WORK)
+				continue;
+			for (int run = 0; run < r->runs; run++)
+				printf("work,%u,%u,%u,%u,%s,0,%d,%.3f,%.3f,%."
+				       "3f\n",
+				       o->work_ns, o->producers, p->W, p->B,
+				       pb_waits[p->wait].name, run,
+				       *pb_cell(r, r->mj, run, i),
+				       *pb_cell(r, r->p50, run, i),
+				       *pb_cell(r, r->p99, run, i));
+		}
+	}
+	if (!o->latency)
+		return;
+	/* bench_*: the benchmark's own one-way clock; bp_*: the stats' */
+	printf("latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
+	       "p99_us,idle_cpu_pct\n");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		for (int run = 0; run < r->runs; run++) {
+			printf("latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
+			       pb_waits[w].name, run,
+			       *pb_wcell(r->lat_p50, run, w),
+			       *pb_wcell(r->lat_p99, run, w),
+			       *pb_wcell(r->lat_bp50, run, w),
+			       *pb_wcell(r->lat_bp99, run, w));
+			printf("latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
+			       "\n",
+			       pb_waits[w].name, run,
+			       *pb_wcell(r->same_p50, run, w),
+			       *pb_wcell(r->same_p99, run, w));
+			printf("latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
+			       pb_waits[w].name, run,
+			       *pb_wcell(r->wake_p50, run, w),
+			       *pb_wcell(r->wake_p99, run, w),
+			       *pb_wcell(r->wake_bp50, run, w),
+			       *pb_wcell(r->wake_bp99, run, w));
+			printf("latency,%s,idle,%d,,,,,%.3f\n",
+			       pb_waits[w].name, run,
+			       *pb_wcell(r->idle, run, w));
+		}
+	}
+	printf("handoff,run,ns_one_way\n");
+	for (int run = 0; run < r->runs; run++)
+		printf("handoff,%d,%.1f\n", run, r->handoff[run]);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static void pb_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bpbench pipeline [options]\n"
+		"End-to-end throughput and latency of bp_pipeline (producers "
+		"-> workers -> sink),\ninterleaved runs, medians; the bp_ring "
+		"1x1 reference in the same runs; low-load\nand wake-up "
+		"latency, idle CPU and the cross-core hand-off time.\n"
+		"  --runs N         runs per point (default 5; --quick: 3)\n"
+		"  --ms N           producing time per run, ms (default 150; "
+		"--quick: 20)\n"
+		"  --producers N    producer threads (default 2)\n"
+		"  --workers LIST   worker counts (default 1,2,4,8,16)\n"
+		"  --batches LIST   B: submit batch and max_batch (default "
+		"1,8,32,128)\n"
+		"  --waits LIST     busy-poll,spin-sleep,sleep (default: all; "
+		"one strategy\n"
+		"                   for worker, sink and producer waits)\n"
+		"  --work-ns N      also run jobs that do N ns of arithmetic "
+		"each, B=32,\n"
+		"                   spin-sleep, every worker count (default "
+		"1000; 0: off)\n"
+		"  --pool N         jobs per producer, recycled (default "
+		"4096)\n"
+		"  --lat-ms N       low-load latency sampling per run, ms "
+		"(default 100;\n"
+		"                   --quick: 30)\n"
+		"  --wake-samples N wake-up samples per run (default 100; "
+		"--quick: 20)\n"
+		"  --wake-gap-us N  idle time before each wake-up job "
+		"(default 5000)\n"
+		"  --idle-ms N      idle-CPU window (default 1000; --quick: "
+		"500)\n"
+		"  --no-latency     skip latency, wake-up, idle and hand-off\n"
+		"  --sweep-only     only workers x batches x waits, unordered: "
+		"no ordered,\n"
+		"                   ring, work or headline points (for "
+		"profiling one point)\n"
+		"  --pin            pin producers, workers and the sink "
+		"round-robin\n"
+		"                   (default: only the ring reference and the "
+		"hand-off\n"
+		"                   threads are pinned)\n"
+		"  --inflight N     max_inflight per worker (default: the "
+		"library's, 256,\n"
+		"                   raised to B)\n"
+		"  --ingress N      ingress_capacity (default: the library's, "
+		"4096)\n"
+		"  --egress N       egress_capacity (default: the library's, "
+		"1024)\n"
+		"  --spin-ns N      spin-sleep: spin_ns of every wait "
+		"(default: "
+		"the library's,\n"
+		"                   20000)\n"
+		"  --yields N       spin-sleep: yields of every wait (default: "
+		"the library's, 8)\n"
+		"  --cpus LIST      CPUs to use for pinning (default: all "
+		"allowed)\n"
+		"  --seed N         seed of the order shuffles (default 1)\n"
+		"  --quick          short runs, the whole thing in under 30 s\n"
+		"  --csv            CSV on stdout: producers,workers,B,wait,"
+		"ordered,run,\n"
+		"                   Mjobs_per_s,p50_us,p99_us (p50/p99: "
+		"bp_pipeline_stats of\n"
+		"                   the run), then tagged blocks ring1x1, "
+		"work, latency, handoff\n"
+		"  --help           this text\n"
+		"Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
+		"its\nverification, 2 bad usage.\n");
+}
+
+static int pb_parse_waits(char *s, int *out)
+{
+	const char *names[PB_NWAITS + 1];
+	int n = bench_parse_names(s, names, PB_NWAITS);
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		out[i] = -1;
+		for (int w = 0; w < PB_NWAITS; w++)
+			if (!strcmp(names[i], pb_waits[w].name))
+				out[i] = w;
+		if (out[i] < 0)
+			return -1;
+		for (int j = 0; j < i; j++)
+			if (out[j] == out[i])
+				return -1;
+	}
+	return n;
+}
+
+static int pb_parse(int argc, char **argv, struct pb_opts *o)
+{
+	static const struct option longopts[] = {
+		{"runs", required_argument, NULL, 'r'},
+		{"ms", required_argument, NULL, 'm'},
+		{"producers", required_argument, NULL, 'P'},
+		{"workers", required_argument, NULL, 'w'},
+		{"batches", required_argument, NULL, 'b'},
+		{"waits", required_argument, NULL, 'W'},
+		{"work-ns", required_argument, NULL, 'n'},
+		{"pool", required_argument, NULL, 'k'},
+		{"lat-ms", required_argument, NULL, 'l'},
+		{"wake-samples", required_argument, NULL, 'S'},
+		{"wake-gap-us", required_argument, NULL, 'g'},
+		{"idle-ms", required_argument, NULL, 'i'},
+		{"no-latency", no_argument, NULL, 'L'},
+		{"sweep-only", no_argument, NULL, 'O'},
+		{"pin", no_argument, NULL, 'p'},
+		{"inflight", required_argument, NULL, 'I'},
+		{"spin-ns", required_argument, NULL, 'N'},
+		{"yields", required_argument, NULL, 'Y'},
+		{"ingress", required_argument, NULL, 'G'},
+		{"egress", required_argument, NULL, 'E'},
+		{"cpus", required_argument, NULL, 'c'},
+		{"seed", required_argument, NULL, 's'},
+		{"quick", no_argument, NULL, 'Q'},
+		{"csv", no_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int runs_set = 0, ms_set = 0, lat_set = 0, wake_set = 0, idle_set = 0;
+	int opt;
+	unsigned v;
+	char waits[256];
+
+	memset(o, 0, sizeof(*o));
+	o->runs = 5;
+	o->ms = 150;
+	o->producers = 2;
+	o->pool = 4096;
+	o->work_ns = 1000;
+	o->lat_ms = 100;
+	o->wake_samples = 100;
+	o->wake_gap_us = 5000;
+	o->idle_ms = 1000;
+	o->latency = 1;
+	o->seed = 1;
+	o->nworkers = bench_parse_uints("1,2,4,8,16", o->workers, PB_MAX_WLIST,
+					1, BP_MAX_WORKERS);
+	o->nbatches = bench_parse_uints("1,8,32,128", o->batches,
+					PB_MAX_BATCHES, 1, BP_MAX_BATCH);
+	o->nwaits = PB_NWAITS;
+	for (int i = 0; i < PB_NWAITS; i++)
+		o->waits[i] = i;
+
+	opterr = 0; /* our own message, then the usage */
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			if (bench_parse_uint(optarg, &o->runs, 1, PB_MAX_RUNS))
+				goto bad_value;
+			runs_set = 1;
+			break;
+		case 'm':
+			if (bench_parse_uint(optarg, &o->ms, 1, 600000))
+				goto bad_value;
+			ms_set = 1;
+			break;
+		case 'P':
+			if (bench_parse_uint(optarg, &o->producers, 1,
+					     PB_MAX_PRODUCERS))
+				goto bad_value;
+			break;
+		case 'w':
+			o->nworkers = bench_parse_uints(optarg, o->workers,
+							PB_MAX_WLIST, 1,
+							BP_MAX_WORKERS);
+			if (o->nworkers < 0)
+				goto bad_value;
+			break;
+		case 'b':
+			o->nbatches = bench_parse_uints(optarg, o->batches,
+							PB_MAX_BATCHES, 1,
+							BP_MAX_BATCH);
+			if (o->nbatches < 0)
+				goto bad_value;
+			break;
+		case 'W':
+			if (strlen(optarg) >= sizeof(waits))
+				goto bad_value;
+			strcpy(waits, optarg);
+			o->nwaits = pb_parse_waits(waits, o->waits);
+			if (o->nwaits < 0)
+				goto bad_value;
+			break;
+		case 'n':
+			if (bench_parse_uint(optarg, &o->work_ns, 0, 10000000))
+				goto bad_value;
+			break;
+		case 'k':
+			if (bench_parse_uint(optarg, &o->pool, 2, 1u << 24))
+				goto bad_value;
+			break;
+		case 'l':
+			if (bench_parse_uint(optarg, &o->lat_ms, 1, 600000))
+				goto bad_value;
+			lat_set = 1;
+			break;
+		case 'S':
+			if (bench_parse_uint(optarg, &o->wake_samples, 1,
+					     PB_MAX_SAMPLES))
+				goto bad_value;
+			wake_set = 1;
+			break;
+		case 'g':
+			if (bench_parse_uint(optarg, &o->wake_gap_us, 0,
+					     10000000))
+				goto bad_value;
+			break;
+		case 'i':
+			if (bench_parse_uint(optarg, &o->idle_ms, 1, 600000))
+				goto bad_value;
+			idle_set = 1;
+			break;
+		case 'L':
+			o->latency = 0;
+			break;
+		case 'O':
+			o->sweep_only = 1;
+			break;
+		case 'p':
+			o->pin = 1;
+			break;
+		case 'I':
+			if (bench_parse_uint(optarg, &o->inflight, 1,
+					     BP_MAX_INFLIGHT))
+				goto bad_value;
+			break;
+		case 'N':
+			if (bench_parse_uint(optarg, &v, 0, 100000000))
+				goto bad_value;
+			pb_spin_ns = (int)v;
+			break;
+		case 'Y':
+			if (bench_parse_uint(optarg, &v, 0, 1000000))
+				goto bad_value;
+			pb_yields = (int)v;
+			break;
+		case 'G':
+			if (bench_parse_uint(optarg, &o->ingress, 1,
+					     BP_MAX_RING))
+				goto bad_value;
+			break;
+		case 'E':
+			if (bench_parse_uint(optarg, &o->egress, 1,
+					     BP_MAX_RING))
+				goto bad_value;
+			break;
+		case 'c':
+			o->ncpus = bench_cpus_parse(optarg, o->cpus,
+						    BENCH_MAX_CPUS);
+			if (o->ncpus < 0) {
+				fprintf(stderr,
+					"bpbench pipeline: bad --cpus '%s' "
+					"(syntax, or a CPU this process may "
+					"not use)\n",
+					optarg);
+				goto usage;
+			}
+			break;
+		case 's':
+			if (bench_parse_uint(optarg, &v, 0, UINT32_MAX))
+				goto bad_value;
+			o->seed = v;
+			break;
+		case 'Q':
+			o->quick = 1;
+			break;
+		case 'C':
+			o->csv = 1;
+			break;
+		case 'h':
+			pb_usage(stdout);
+			exit(0);
+		default:
+			if (optopt) {
+				const char *name = NULL;
+
+				for (const struct option *lo = longopts;
+				     lo->name; lo++)
+					if (lo->val == optopt)
+						name = lo->name;
+				if (name)
+					fprintf(stderr,
+						"bpbench pipeline: --%s needs "
+						"a value\n",
+						name);
+				else
+					fprintf(stderr,
+						"bpbench pipeline: bad option "
+						"'-%c'\n",
+						optopt);
+			} else
+				fprintf(stderr,
+					"bpbench pipeline: bad option '%s'\n",
+					argv[optind - 1]);
+			goto usage;
+		}
+		continue;
+	bad_value:
+		for (const struct option *lo = longopts; lo->name; lo++)
+			if (lo->val == opt)
+				fprintf(stderr,
+					"bpbench pipeline: bad value '%s' for "
+					"--%s\n",
+					optarg, lo->name);
+		goto usage;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bpbench pipeline: unexpected argument '%s'\n",
+			argv[optind]);
+		goto usage;
+	}
+	for (int b = 0; b < o->nbatches; b++)
+		if (o->batches[b] > o->pool / 2) {
+			/* a producer gathers a whole batch from its pool */
+			fprintf(stderr,
+				"bpbench pipeline: batch %u is more than half "
+				"the pool %u\n",
+				o->batches[b], o->pool);
+			goto usage;
+		}
+	if (o->pool < 2 * PB_HEAD_B) {
+		fprintf(stderr, "bpbench pipeline: --pool must be >= %u\n",
+			2 * PB_HEAD_B);
+		goto usage;
+	}
+	if (o->quick) {
+		if (!runs_set)
+			o->runs = 3;
+		if (!ms_set)
+			o->ms = 20;
+		if (!lat_set)
+			o->lat_ms = 30;
+		if (!wake_set)
+			o->wake_samples = 20;
+		if (!idle_set)
+			o->idle_ms = 500;
+	}
+	if (o->ncpus == 0) {
+		o->ncpus = bench_cpus_available(o->cpus, BENCH_MAX_CPUS);
+		if (o->ncpus <= 0)
+			bench_die("bpbench pipeline: sched_getaffinity "
+				  "failed\n");
+	}
+	return 0;
+usage:
+	pb_usage(stderr);
+	return -1;
+}
+
+static double *pb_nan_array(size_t n)
+{
+	double *a = bench_zalloc(sizeof(double) * n);
+
+	for (size_t i = 0; i < n; i++)
+		a[i] = NAN;
+	return a;
+}
+
+int bench_pipeline_main(int argc, char **argv)
+{
+	struct pb_opts o;
+	struct pb_results *r;
+	struct pb_producer *prod, *lp;
+	char load0[128], load1[128];
+	size_t ncell, nw;
+	int64_t t0;
+
+	if (pb_parse(argc, argv, &o))
+		return BENCH_EXIT_USAGE;
+	pb_loadavg(load0, sizeof(load0));
+	fprintf(stderr, "bpbench pipeline: load average at start: %s\n", load0);
+	t0 = bench_now_ns();
+
+	r = bench_zalloc(sizeof(*r));
+	r->runs = (int)o.runs;
+	pb_build_points(&o, r);
+	ncell = (size_t)r->runs * (size_t)r->npoints;
+	nw = (size_t)r->runs * PB_NWAITS;
+	r->mj = pb_nan_array(ncell);
+	r->p50 = pb_nan_array(ncell);
+	r->p99 = pb_nan_array(ncell);
+	r->lat_p50 = pb_nan_array(nw);
+	r->lat_p99 = pb_nan_array(nw);
+	r->lat_bp50 = pb_nan_array(nw);
+	r->lat_bp99 = pb_nan_array(nw);
+	r->same_p50 = pb_nan_array(nw);
+	r->same_p99 = pb_nan_array(nw);
+	r->wake_p50 = pb_nan_array(nw);
+	r->wake_p99 = pb_nan_array(nw);
+	r->wake_bp50 = pb_nan_array(nw);
+	r->wake_bp99 = pb_nan_array(nw);
+	r->idle = pb_nan_array(nw);
+	r->handoff = pb_nan_array((size_t)r->runs);
+	if (o.work_ns) {
+		r->iters_per_ns = pb_calibrate();
+		r->iters = (uint64_t)(r->iters_per_ns * o.work_ns + 0.5);
+		if (r->iters == 0)
+			r->iters = 1;
+		fprintf(stderr,
+			"bpbench pipeline: --work-ns %u = %" PRIu64
+			" LCG steps (%.3f steps/ns)\n",
+			o.work_ns, r->iters, r->iters_per_ns);
+	}
+
+	/* pools: allocated and touched once, recycled by every run */
+	prod = bench_zalloc(sizeof(*prod) * o.producers);
+	for (unsigned i = 0; i < o.producers; i++)
+		pb_pool_init(&prod[i], i, o.pool, o.pool);
+	lp = bench_zalloc(sizeof(*lp));
+	pb_pool_init(lp, 0, 1, 1);
+	lp->samples = bench_zalloc(sizeof(*lp->samples) * PB_MAX_SAMPLES);
+
+	pb_sweep(&o, r, prod);
+	if (o.latency)
+		pb_latency_sweep(&o, r, lp, prod);
+	pb_loadavg(load1, sizeof(load1));
+	fprintf(stderr,
+		"bpbench pipeline: done in %.1f s, every run verified; load "
+		"average at end: %s\n",
+		(double)(bench_now_ns() - t0) / 1e9, load1);
+
+	if (o.csv)
+		pb_print_csv(&o, r);
+	else
+		pb_print_table(&o, r, load0, load1);
+
+	for (unsigned i = 0; i < o.producers; i++)
+		pb_pool_fini(&prod[i]);
+	pb_pool_fini(lp);
+	free(prod);
+	free(lp);
+	free(r->mj);
+	free(r->p50);
+	free(r->p99);
+	free(r->lat_p50);
+	free(r->lat_p99);
+	free(r->lat_bp50);
+	free(r->lat_bp99);
+	free(r->same_p50);
+	free(r->same_p99);
+	free(r->wake_p50);
+	free(r->wake_p99);
+	free(r->wake_bp50);
+	free(r->wake_bp99);
+	free(r->idle);
+	free(r->handoff);
+	free(r);
+	return 0;
+}
