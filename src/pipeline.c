@@ -61,7 +61,7 @@ void bp_pipeline_config_init(struct bp_pipeline_config *c)
 	c->ingress_capacity = 4096;
 	c->egress_capacity = 1024;
 	c->max_batch = 32;
-	c->max_inflight = 256;
+	c->max_inflight = 1024;
 	c->flush_deadline_ns = 50000;
 	bp_wait_policy_init(&c->worker_wait);
 	bp_wait_policy_init(&c->sink_wait);

@@ -26,12 +26,20 @@ uint64_t bp_lat_bucket_ns(unsigned i)
 	return (UINT64_C(1) << log) + ((uint64_t)(q + 1) << (log - 2));
 }
 
+/* Nearest rank: the smallest bucket holding at least ceil(q * total) samples.
+ */
 static uint64_t percentile(const uint64_t *hist, uint64_t total, double q)
 {
-	uint64_t want = (uint64_t)((double)total * q), seen = 0;
+	double rank = (double)total * q;
+	uint64_t want = (uint64_t)rank, seen = 0;
 
 	if (total == 0)
 		return 0;
+	if ((double)want < rank)
+		want++; /* ceil */
+	if (want == 0)
+		want = 1;
+	want--; /* 0-based: the sample at that rank */
 	if (want >= total)
 		want = total - 1;
 	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {

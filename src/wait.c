@@ -148,10 +148,9 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 }
 
 /*
- * Spin (pause), then yield, then sleep: spinning catches the common case of a
- * short gap at the price of CPU, sleeping makes idle free. Busy-poll spins
- * forever but yields every 64 tries: with more threads than cores the thread
- * we wait for may need our CPU.
+ * Spin (pause, yielding every 64 tries), then yield a few more times, then
+ * sleep: spinning catches the common case of a short gap at the price of
+ * CPU, sleeping makes idle free. Busy-poll spins the same way forever.
  */
 int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 		  int (*try_fn)(void *), void *arg, int64_t timeout_ns)
@@ -173,10 +172,15 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 			int64_t t = bp_now_ns();
 			if (deadline >= 0 && t >= deadline)
 				return -ETIMEDOUT;
-			if (busy)
-				sched_yield();
-			else if (t >= spin_end)
+			if (!busy && t >= spin_end)
 				break;
+			/*
+			 * Both spinning strategies yield every 64 tries: with
+			 * more threads than cores, the thread we wait for may
+			 * need this CPU (a spin that never yields holds it for
+			 * its whole time slice).
+			 */
+			sched_yield();
 		}
 		for (uint32_t y = 0; y < pol->yields; y++) {
 			sched_yield();

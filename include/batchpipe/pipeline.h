@@ -58,7 +58,7 @@ struct bp_pipeline_config {
 				      (default 1024) */
 	unsigned max_batch; /* B: most jobs per dequeue / hand-off (default 32)
 			     */
-	unsigned max_inflight; /* per worker, >= max_batch (default 256) */
+	unsigned max_inflight; /* per worker, >= max_batch (default 1024) */
 	bool ordered; /* sink sees jobs in submission order (default false) */
 	uint64_t flush_deadline_ns; /* bp_producer staging max age (default 50
 				       us) */

@@ -52,8 +52,8 @@ enum bp_wait_strategy {
 /* Tuning of a wait; bp_wait_policy_init() fills the defaults. */
 struct bp_wait_policy {
 	enum bp_wait_strategy strategy;
-	uint32_t spin_ns; /* SPIN_SLEEP: how long to spin before yielding
-			     (default 20000) */
+	uint32_t spin_ns; /* SPIN_SLEEP: how long to spin (yielding every 64
+			     tries) (default 20000) */
 	uint32_t yields;  /* SPIN_SLEEP: sched_yield() calls before sleeping
 			     (default 8) */
 };
