@@ -14,9 +14,19 @@
  * then needs only a compiler barrier. This is the asymmetric-fence scheme
  * liburcu's memb flavour uses for its readers.
  *
- * The futex word is `seq`: a waker that sees sleepers bumps it and wakes all;
- * a sleeper sleeps only while seq still equals the key read after its
- * announcement, so a wake between its re-check and its sleep is not lost.
+ * The futex word is `seq`. A sleeper arms it (sets bit 0) and reads its key
+ * in one atomic step, then re-checks, then sleeps only while the word still
+ * equals the key. A waker that finds it armed disarms it and adds 2 in one
+ * compare-and-swap, then wakes everybody: the word changed under every
+ * sleeper, so none can sleep through it. A waker that finds it disarmed
+ * knows all sleepers were woken since they armed (and will re-check), and
+ * skips the system call: while woken threads are on their way, later
+ * publications cost no syscall each.
+ *
+ * Why a sleeper that arms after a waker's check cannot be lost: the waker's
+ * load of seq did not see the arming, so the membarrier's barrier point in
+ * the waker lies after that load, hence after the waker's publication,
+ * which the sleeper's re-check (after the membarrier) therefore sees.
  */
 #include <errno.h>
 #include <limits.h>
@@ -97,15 +107,22 @@ int64_t bp_now_ns(void)
 
 uint32_t bp_waitq_prepare(struct bp_waitq *q)
 {
-	/* seq_cst: this increment must precede the barrier below */
+	uint32_t key;
+
+	/* seq_cst: the announcement precedes the barrier below */
 	atomic_fetch_add_explicit(&q->sleepers, 1, memory_order_seq_cst);
+	/*
+	 * Arm and read the key in one step: any wake from here on changes
+	 * the word, so sleeping on this key cannot miss it. acquire: a wake
+	 * that changed seq published its state before.
+	 */
+	key = atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst) | 1;
 	if (membarrier_ok)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
 	else
 		bp_full_fence_(); /* pairs with the waker's fence */
-	/* acquire: a wake that bumped seq published its state before it */
-	return atomic_load_explicit(&q->seq, memory_order_acquire);
+	return key;
 }
 
 void bp_waitq_cancel(struct bp_waitq *q)
@@ -141,8 +158,21 @@ int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
 
 void bp_waitq_wake_all_slow(struct bp_waitq *q)
 {
-	/* release: a sleeper that reads the new seq sees what was published */
-	atomic_fetch_add_explicit(&q->seq, 1, memory_order_release);
+	/* relaxed: the compare-and-swap below decides */
+	uint32_t s = atomic_load_explicit(&q->seq, memory_order_relaxed);
+
+	/*
+	 * Disarm and bump in one step. A sleeper that arms after it sees the
+	 * publication that preceded this call (membarrier argument in the
+	 * comment at the top) or is seen by the next waker. release: a
+	 * sleeper that reads the new word sees what was published.
+	 */
+	do {
+		if (!(s & 1))
+			return; /* every sleeper has been woken already */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
+		memory_order_relaxed));
 	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
 		NULL, NULL, 0);
 }

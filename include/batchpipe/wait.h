@@ -66,8 +66,15 @@ int bp_wait_policy_check(const struct bp_wait_policy *p);
 
 /* Eventcount over a futex. Zero-initialised memory is a valid, empty one. */
 struct bp_waitq {
-	_Atomic uint32_t seq; /* bumped by every wake that found sleepers */
-	_Atomic uint32_t sleepers; /* threads between prepare and finish */
+	/*
+	 * The futex word. Bit 0, "armed", is set by every sleeper as it
+	 * prepares; a wake clears it and adds 2, so it changes the word under
+	 * every sleeper (whose futex wait then fails or is woken). A waker
+	 * that finds the bit clear knows every sleeper was woken since it
+	 * prepared, and makes no system call.
+	 */
+	_Atomic uint32_t seq;
+	_Atomic uint32_t sleepers; /* threads between prepare and cancel */
 };
 
 void bp_waitq_init(struct bp_waitq *q);
@@ -85,7 +92,7 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q);
 int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns);
 void bp_waitq_cancel(struct bp_waitq *q);
 
-/* Wake every sleeper, unconditionally (used by close). */
+/* Wake every sleeper that prepared since the last wake (close uses it). */
 void bp_waitq_wake_all_slow(struct bp_waitq *q);
 
 /* Non-zero when the waker must issue a full fence itself (no membarrier). */
@@ -126,7 +133,9 @@ static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 /* Wake every sleeper if there is one: the usual call after publishing. */
 static inline void bp_waitq_wake_all(struct bp_waitq *q)
 {
-	if (bp_waitq_has_sleepers(q))
+	/* relaxed: the slow path re-reads seq with a compare-and-swap */
+	if (bp_waitq_has_sleepers(q) &&
+	    (atomic_load_explicit(&q->seq, memory_order_relaxed) & 1))
 		bp_waitq_wake_all_slow(q);
 }
 
