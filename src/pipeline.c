@@ -4,9 +4,10 @@
  * destroy, and live reconfiguration.
  *
  * Submission order is the ingress ring's position: bp_submit reserves k
- * slots with the ring's zero-copy API, stamps each job with its position
- * as seq, and stores it. A reservation is a commitment (nothing is handed
- * back), so seqs are dense and the ordered sink never waits for a gap.
+ * slots (bpi_ring_reserve_burst), stamps each job with its position as
+ * seq, and publishes them (bpi_ring_publish). A reservation is a commitment
+ * (nothing is handed back), so seqs are dense and the ordered sink never waits
+ * for a gap.
  *
  * Live configuration lives in a struct that is replaced, never changed:
  * workers read it through RCU (QSBR: each pass announces a quiescent state,
@@ -29,8 +30,6 @@
 #include "tsan.h"
 #include "wait_internal.h"
 
-#define SEQ_MASK (BPI_RING_POS_SPACE - 1) /* seqs are 63-bit positions */
-
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 	     const char *fmt, ...)
 {
@@ -43,15 +42,6 @@ void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	p->cfg.log(p->cfg.log_ctx, lvl, msg);
-}
-
-int bpi_pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 void bp_pipeline_config_init(struct bp_pipeline_config *c)
@@ -155,6 +145,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	p->nworkers = c->workers;
 	bp_waitq_init(&p->start_wq);
 	bp_waitq_init(&p->sink_wq);
+	bp_waitq_init(&p->stop_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;
@@ -350,7 +341,7 @@ int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		if (!jobs[i] || ((uintptr_t)jobs[i] & 1))
 			return -EINVAL;
 	now = bp_now_ns();
-	deadline = timeout_ns < 0 ? -1 : now + timeout_ns;
+	deadline = bpi_deadline(now, timeout_ns);
 	while (done < n) {
 		uint64_t pos;
 		int k = bpi_ring_reserve_burst(p->ingress, n - done, &pos);
@@ -390,30 +381,61 @@ int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 /* ----------------------------------------------------- drain, abort, destroy
  */
 
+/* Wake condition of a second stopper: the first one has finished. */
+static int stopped(void *arg)
+{
+	struct bp_pipeline *p = arg;
+
+	/* acquire: pairs with the release that published P_STOPPED */
+	return atomic_load_explicit(&p->state, memory_order_acquire) ==
+	       P_STOPPED;
+}
+
+/*
+ * Drain or abort. The first caller to move the state out of RUNNING (or
+ * CREATED) does the work; any other caller, from any thread, waits until
+ * it is done. An abort during a drain still takes effect: workers check
+ * the flag on every pass.
+ */
 static int stop(struct bp_pipeline *p, bool abort)
 {
-	int st = atomic_load_explicit(&p->state, memory_order_relaxed);
+	int st = P_RUNNING;
 
-	if (st == P_STOPPED || st == P_STOPPING)
-		return 0;
-	if (st == P_CREATED) {
-		/* never started: nothing was submitted */
-		bp_ring_close(p->ingress);
-		atomic_store_explicit(&p->state, P_STOPPED,
-				      memory_order_relaxed);
-		return 0;
-	}
 	if (abort)
 		/* release: workers that see it also see everything before */
 		atomic_store_explicit(&p->aborting, 1, memory_order_release);
-	atomic_store_explicit(&p->state, P_STOPPING, memory_order_relaxed);
+	/* acq_rel: one stopper wins; it sees what start() published */
+	if (!atomic_compare_exchange_strong_explicit(&p->state, &st, P_STOPPING,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		if (st == P_CREATED &&
+		    atomic_compare_exchange_strong_explicit(
+			    &p->state, &st, P_STOPPED, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			/* never started: nothing was submitted */
+			bp_ring_close(p->ingress);
+			bp_waitq_wake_all_slow(&p->stop_wq);
+			return 0;
+		}
+		if (st != P_STOPPED) {
+			/* another thread is stopping the pipeline: wait for it
+			 */
+			struct bp_wait_policy pol;
+
+			bp_wait_policy_init(&pol);
+			bpi_wait_loop(&pol, &p->stop_wq, stopped, p, -1);
+		}
+		return 0;
+	}
 	bp_ring_close(p->ingress); /* producers get -EPIPE from here on */
 	join_workers(p);
 	if (p->sink_started) {
 		pthread_join(p->sink_thread, NULL);
 		p->sink_started = false;
 	}
-	atomic_store_explicit(&p->state, P_STOPPED, memory_order_relaxed);
+	/* release: a waiting stopper sees the joined threads' work */
+	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
+	bp_waitq_wake_all_slow(&p->stop_wq);
 	return 0;
 }
 
@@ -490,7 +512,8 @@ static void edit_ctx(struct live_cfg *c, const void *arg)
 
 int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 {
-	if (!p || max_batch < 1 || max_batch > p->cfg.max_inflight)
+	if (!p || max_batch < 1 || max_batch > BP_MAX_BATCH ||
+	    max_batch > p->cfg.max_inflight)
 		return -EINVAL;
 	/* relaxed: producers pick it up on their next call */
 	atomic_store_explicit(&p->live_max_batch, max_batch,

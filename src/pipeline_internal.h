@@ -84,7 +84,6 @@ struct bp_pipeline {
 	struct bp_ring *ingress;
 	struct bp_worker *workers;
 	unsigned nworkers;
-	uint64_t seq_base; /* ingress start position: seq of the first job */
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;
@@ -99,6 +98,7 @@ struct bp_pipeline {
 	_Atomic int start_go; /* 1: run, -1: start failed, exit */
 	_Atomic unsigned inits_done;
 	struct bp_waitq start_wq;
+	struct bp_waitq stop_wq; /* second stoppers wait here */
 
 	/* sink */
 	pthread_t sink_thread;
@@ -133,8 +133,5 @@ static inline unsigned bpi_lat_bucket(uint64_t ns)
 	b = 4 * (log - 1) + (unsigned)((ns >> (log - 2)) & 3);
 	return b < BP_LAT_BUCKETS ? b : BP_LAT_BUCKETS - 1;
 }
-
-/* Pin the calling thread to one CPU; 0 or a negative errno. */
-int bpi_pin_self(int cpu);
 
 #endif

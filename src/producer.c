@@ -80,8 +80,19 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 					  memory_order_relaxed) ||
 	    (uint64_t)(now - pr->oldest_ns) >=
 		    atomic_load_explicit(&pr->p->live_flush_ns,
-					 memory_order_relaxed))
-		return bp_producer_flush(pr);
+					 memory_order_relaxed)) {
+		int rc = bp_producer_flush(pr);
+
+		/*
+		 * An error means this job was not taken: the flush submits in
+		 * order and keeps what was not accepted, so it is still the
+		 * last staged job. Unstage it, so a retry cannot submit it
+		 * twice; the jobs staged before it stay staged.
+		 */
+		if (rc < 0)
+			pr->n--;
+		return rc;
+	}
 	return 0;
 }
 
@@ -90,11 +101,14 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 	return pr ? pr->n : 0;
 }
 
-void bp_producer_destroy(struct bp_producer *pr)
+int bp_producer_destroy(struct bp_producer *pr)
 {
+	int rc;
+
 	if (!pr)
-		return;
-	bp_producer_flush(pr);
+		return 0;
+	rc = bp_producer_flush(pr);
 	free(pr->staged);
 	free(pr);
+	return rc < 0 ? rc : 0;
 }

@@ -388,7 +388,7 @@ static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 /*
  * The high-water mark is sampled: reading the consumers' index costs a
  * cache miss when they are busy, so it is read only when a reservation
- * [pos, pos + k) crosses a multiple of hwm_shift positions: once per
+ * [pos, pos + k) crosses a multiple of 2^hwm_shift positions: once per
  * min(256, capacity / 8) items, and on every operation at least that big.
  */
 static void note_high_water(struct bp_ring *r, uint64_t pos, unsigned k)

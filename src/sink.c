@@ -22,7 +22,6 @@
 #include "wait_internal.h"
 
 #define SINK_BATCH 256
-#define SEQ_MASK   (BPI_RING_POS_SPACE - 1) /* seqs are 63-bit positions */
 
 /* Count statuses and latencies, then hand the batch to the application. */
 static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
@@ -124,10 +123,6 @@ void *bpi_sink_main(void *arg)
 	uint64_t *credit = p->sink_credit;
 	bool *ended = p->sink_ended;
 	unsigned open = p->nworkers;
-
-	if (p->cfg.sink_cpu >= 0 && bpi_pin_self(p->cfg.sink_cpu) < 0)
-		bpi_log(p, BP_LOG_WARN, "sink: cannot pin to CPU %d",
-			p->cfg.sink_cpu);
 
 	while (open > 0) {
 		unsigned progress = 0;

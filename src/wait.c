@@ -109,12 +109,14 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q)
 {
 	uint32_t key;
 
+	/* the fence mode must be settled before any thread sleeps */
+	bpi_wait_global_init();
 	/* seq_cst: the announcement precedes the barrier below */
 	atomic_fetch_add_explicit(&q->sleepers, 1, memory_order_seq_cst);
 	/*
 	 * Arm and read the key in one step: any wake from here on changes
-	 * the word, so sleeping on this key cannot miss it. acquire: a wake
-	 * that changed seq published its state before.
+	 * the word, so sleeping on this key cannot miss it. seq_cst: a full
+	 * barrier on its own where membarrier is missing.
 	 */
 	key = atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst) | 1;
 	if (membarrier_ok)
@@ -158,8 +160,15 @@ int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
 
 void bp_waitq_wake_all_slow(struct bp_waitq *q)
 {
+	uint32_t s;
+
+	/* order the caller's publication before the load, as the fast path */
+	if (bp_waitq_need_fence_)
+		bp_full_fence_();
+	else
+		atomic_signal_fence(memory_order_seq_cst);
 	/* relaxed: the compare-and-swap below decides */
-	uint32_t s = atomic_load_explicit(&q->seq, memory_order_relaxed);
+	s = atomic_load_explicit(&q->seq, memory_order_relaxed);
 
 	/*
 	 * Disarm and bump in one step. A sleeper that arms after it sees the
@@ -185,7 +194,7 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 		  int (*try_fn)(void *), void *arg, int64_t timeout_ns)
 {
-	int64_t deadline = timeout_ns < 0 ? -1 : bp_now_ns() + timeout_ns;
+	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
 	int busy = pol->strategy == BP_WAIT_BUSY_POLL;
 	int rc;
 

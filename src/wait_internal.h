@@ -3,7 +3,17 @@
 #ifndef BP_SRC_WAIT_INTERNAL_H
 #define BP_SRC_WAIT_INTERNAL_H
 
+#include <stdint.h>
+
 #include <batchpipe/wait.h>
+
+/* now + timeout_ns, saturated; -1 (no deadline) for a negative timeout. */
+static inline int64_t bpi_deadline(int64_t now, int64_t timeout_ns)
+{
+	if (timeout_ns < 0)
+		return -1;
+	return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
+}
 
 /* Registers membarrier once per process; idempotent and thread-safe. */
 void bpi_wait_global_init(void);

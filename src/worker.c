@@ -195,6 +195,8 @@ void *bpi_worker_main(void *arg)
 	urcu_qsbr_thread_offline();
 	int go = wait_go(p);
 	urcu_qsbr_thread_online();
+	w->cfg = rcu_dereference(p->live); /* the old one may be gone */
+	bp_tsan_acquire(w->cfg);
 	if (go < 0 || rc != 0)
 		goto out;
 

@@ -113,36 +113,42 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * timeout_ns (< 0: no limit), and returns n, or the count accepted before
  * the timeout, or -ETIMEDOUT if none. BP_SUBMIT_NONBLOCK: returns the count
  * accepted (1..n) or -EAGAIN. Any thread may submit; jobs of one thread
- * keep their order. Returns -EPIPE once drain or abort has begun, -EINVAL
+ * keep their order. Returns -EPIPE once drain or abort has begun, -EINTR
+ * when a signal interrupted a sleep before any job was accepted, -EINVAL
  * before start, for n == 0, NULL jobs (or a NULL or odd job pointer) or an
- * unknown flag.
+ * unknown flag. Jobs not counted in the return value were not taken.
  */
 int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	      unsigned flags, int64_t timeout_ns);
 
 /*
  * Stop intake, let the workers finish every job, deliver everything, join
- * the threads. Returns 0 (also when already drained/aborted). After it,
- * bp_pipeline_stats() shows submitted == ok + failed + cancelled.
+ * the threads. Returns 0 (also when already drained/aborted). May be
+ * called from several threads: the first does the work, the others return
+ * when it is done. After it, bp_pipeline_stats() shows submitted == ok +
+ * failed + cancelled.
  */
 int bp_pipeline_drain(struct bp_pipeline *p);
 
 /*
  * Stop intake; jobs not yet taken by a worker reach the sink as
  * BP_JOB_CANCELLED; in-flight jobs finish or are cancelled through the
- * stage's cancel callback; join the threads. Returns 0.
+ * stage's cancel callback; join the threads. Returns 0. Also turns a drain
+ * running in another thread into an abort.
  */
 int bp_pipeline_abort(struct bp_pipeline *p);
 
-/* Drain if running, then free everything. NULL is accepted. */
+/* Drain if running, then free everything. NULL is accepted. No other call
+ * on the pipeline may be running or follow. */
 void bp_pipeline_destroy(struct bp_pipeline *p);
 
 /* ------------------------------------------------------- live changes */
 /*
  * These take effect while the pipeline runs, without stopping workers:
  * workers read the configuration through RCU and pay one load per pass.
- * Each returns 0, or -EINVAL for an out-of-range value. They may be called
- * from any thread but not from a stage or sink callback.
+ * Each returns 0, -EINVAL for an out-of-range value (max_batch: 1 ..
+ * min(BP_MAX_BATCH, max_inflight)), or -ENOMEM. They may be called from
+ * any thread but not from a stage or sink callback.
  */
 int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch);
 int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns);
@@ -165,14 +171,19 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 struct bp_producer;
 
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
-/* Stage one job; may submit (blocking). Returns 0, or bp_submit's errors. */
+/*
+ * Stage one job; may submit (blocking). Returns 0 (the job is staged or
+ * submitted), or bp_submit's errors, in which case this job was not taken
+ * (jobs staged by earlier calls stay staged: bp_producer_flush retries).
+ */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
 /* Submit what is staged (blocking). Returns 0 or bp_submit's errors. */
 int bp_producer_flush(struct bp_producer *pr);
 /* Jobs staged now. */
 unsigned bp_producer_staged(const struct bp_producer *pr);
-/* Flush, then free. NULL is accepted. */
-void bp_producer_destroy(struct bp_producer *pr);
+/* Flush, then free. NULL is accepted. Returns 0, or the flush's error:
+ * the jobs still staged then were not submitted (the caller owns them). */
+int bp_producer_destroy(struct bp_producer *pr);
 
 /* --------------------------------------------------------- statistics */
 

@@ -6,7 +6,7 @@
  * with its own state pointer (made by init, handed to the others, freed by
  * fini). The worker loop, per pass:
  *
- *     poll(state, w)                    if the stage has poll
+ *     poll(state, w)                    if jobs are in the stage
  *     dequeue a burst of <= B jobs      only while below its in-flight limit
  *     process(state, w, jobs, n)
  *     hand the completed jobs to the sink in one batch
@@ -41,7 +41,8 @@ struct bp_stage {
 	/* required: start (and, if synchronous, complete) n jobs */
 	void (*process)(void *state, struct bp_worker *w, struct bp_job **jobs,
 			unsigned n);
-	/* optional: reap asynchronous completions; called every pass */
+	/* optional: reap asynchronous completions; called on every pass of
+	 * the worker loop while jobs are in the stage (taken, not completed) */
 	void (*poll)(void *state, struct bp_worker *w);
 	/*
 	 * optional: the pipeline is aborting; complete every in-flight job soon
