@@ -146,6 +146,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	bp_waitq_init(&p->start_wq);
 	bp_waitq_init(&p->sink_wq);
 	bp_waitq_init(&p->stop_wq);
+	bp_waitq_init(&p->progress_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;

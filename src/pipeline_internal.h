@@ -104,7 +104,9 @@ struct bp_pipeline {
 	pthread_t sink_thread;
 	bool sink_started;
 	struct bp_waitq sink_wq; /* the sink sleeps here; workers wake it */
-	bool *sink_ended;	 /* per worker: its egress stream has ended */
+	struct bp_waitq
+		progress_wq;	/* workers held back by the sink sleep here */
+	bool *sink_ended;	/* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
 	struct bp_job **window; /* ordered mode: reorder window, by seq */
 	uint32_t *window_worker; /* ordered mode: who handed each window job */

@@ -135,27 +135,42 @@ static int worker_has_work(void *arg)
 	return bp_ring_count(in) > 0 || bp_ring_is_closed(in);
 }
 
+/*
+ * Wake condition of a worker held back by the sink: room in its egress
+ * ring for the jobs it holds, or (ordered mode) credit to take more.
+ */
+static int sink_made_progress(void *arg)
+{
+	struct bp_worker *w = arg;
+
+	if (w->ndone)
+		return bp_ring_free_count(w->egress) > 0;
+	return bp_worker_inflight(w) < w->p->cfg.max_inflight;
+}
+
 static void idle(struct bp_worker *w, bool eos)
 {
 	struct bp_wait_policy pol = w->cfg->worker_wait;
+	struct bp_waitq *q = bpi_ring_not_empty(w->p->ingress);
+	int (*ready)(void *) = worker_has_work;
 
-	/*
-	 * Jobs in the stage or waiting for the sink (ordered credit, a full
-	 * egress ring): poll again soon, but let the other threads run.
-	 */
-	if (eos || w->taken != w->handed ||
-	    bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
+	if (w->taken != w->handed + w->ndone) {
+		/* jobs in the stage: poll again soon, let others run */
 		sched_yield();
 		return;
 	}
-
+	if (w->ndone || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
+		/* held back by the sink: wait for it as the policy says */
+		q = &w->p->progress_wq;
+		ready = sink_made_progress;
+	} else if (eos) {
+		return; /* nothing held, stream ended: the loop exits */
+	}
 	bp_tsan_release(w); /* TSAN: offline counts as quiescent */
 	urcu_qsbr_thread_offline();
-	bpi_wait_loop(&pol, bpi_ring_not_empty(w->p->ingress), worker_has_work,
-		      w, -1);
+	bpi_wait_loop(&pol, q, ready, w, -1);
 	urcu_qsbr_thread_online();
 }
-
 /* Wait for start() to say go (1) or give up (-1). */
 static int wait_go(struct bp_pipeline *p)
 {

@@ -10,7 +10,9 @@
  * a 200 ms settle time is plenty. Three measurements: an unordered pipeline
  * right after start, the same after a burst of work (threads must go back
  * to sleep, not only start asleep), and an ordered one after a burst
- * (its workers wait for the sink's delivery credit first).
+ * (its workers wait for the sink's delivery credit first). Then workers
+ * held back by a slow sink (full egress rings, or no ordered credit) must
+ * wait asleep as well.
  *
  * Under TSAN the runtime's own background thread makes the number noisy:
  * skipped there (exit 77).
@@ -39,6 +41,7 @@ struct job {
 };
 
 static atomic_uint delivered;
+static atomic_int slow_sink; /* ms the sink sleeps per batch */
 
 static void process(void *state, struct bp_worker *w, struct bp_job **jobs,
 		    unsigned n)
@@ -53,6 +56,8 @@ static void sink(void *ctx, struct bp_job **jobs, unsigned n)
 {
 	(void)ctx;
 	(void)jobs;
+	if (atomic_load(&slow_sink))
+		pt_sleep_ms(atomic_load(&slow_sink));
 	atomic_fetch_add_explicit(&delivered, n, memory_order_relaxed);
 }
 
@@ -135,6 +140,58 @@ static struct bp_pipeline *start(bool ordered, unsigned workers)
 	return p;
 }
 
+/*
+ * Held back by a slow sink (it sleeps in its callback, egress rings of 4),
+ * workers must wait asleep too, not spin: the process may use at most 10 %
+ * of one core while the backlog drains at the sink's pace.
+ */
+static int backpressure(bool ordered)
+{
+	enum { N = 2048 };
+	static struct job jobs[N];
+	struct bp_job *ptrs[N];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	int64_t c0, used;
+	int rc;
+
+	bp_pipeline_config_init(&cfg);
+	cfg.stage = &stage;
+	cfg.sink = sink;
+	cfg.workers = 2;
+	cfg.ordered = ordered;
+	cfg.egress_capacity = 4;
+	cfg.max_batch = 4;
+	cfg.max_inflight = 8;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		fprintf(stderr, "FAIL: pipeline: %s\n", bp_strerror(rc));
+		return 1;
+	}
+	for (unsigned i = 0; i < N; i++)
+		ptrs[i] = &jobs[i].hdr;
+	atomic_store(&slow_sink, 10);
+	if (bp_submit(p, ptrs, N, 0, -1) != N) {
+		fprintf(stderr, "FAIL: submit\n");
+		return 1;
+	}
+	pt_sleep_ms(SETTLE_MS);
+	c0 = cpu_ns();
+	pt_sleep_ms(1000);
+	used = cpu_ns() - c0;
+	atomic_store(&slow_sink, 0);
+	bp_pipeline_destroy(p); /* drains the rest quickly */
+	printf("%s, workers held back by a slow sink: %.2f ms CPU over 1000 ms "
+	       "(budget 200 ms)\n",
+	       ordered ? "ordered" : "unordered", used / 1e6);
+	if (used < 0 || used >= 200 * 1000000LL) {
+		fprintf(stderr, "FAIL: backpressure: %.2f ms of CPU in 1 s\n",
+			used / 1e6);
+		return 1;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	static struct job jobs[256];
@@ -164,5 +221,8 @@ int main(void)
 	pt_sleep_ms(SETTLE_MS);
 	bad |= check("ordered, after a burst of work", idle_cpu_ns());
 	bp_pipeline_destroy(p);
+
+	bad |= backpressure(false);
+	bad |= backpressure(true);
 	return bad;
 }
