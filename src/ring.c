@@ -422,6 +422,9 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 			*freep = bp_ring_free_count(r);
 		return n == 0 ? 0 : -EINVAL;
 	}
+	/* more than a ring's worth never goes in: check only what could */
+	if (unlikely(n > r->capacity) && !bulk)
+		n = r->capacity;
 	if (unlikely(bad_items(items, n)))
 		return -EINVAL;
 	k = reserve(r, n, bulk, &pos, freep);
