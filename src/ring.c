@@ -64,6 +64,7 @@
  * sleeper that is one load of a read-shared line and no fence.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,6 +150,9 @@ static inline uintptr_t lap_tag(const struct bp_ring *r, uint64_t pos)
 
 /* ---------------------------------------------------------------- create */
 
+static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
+static void pick_wide(void);
+
 int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 		       struct bp_ring **ringp)
 {
@@ -156,6 +160,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	unsigned cap = 1, shift = 0;
 	size_t size;
 
+	pthread_once(&wide_once, pick_wide);
 	if (!ringp || capacity == 0 || capacity > BP_RING_MAX_CAPACITY ||
 	    (flags & ~(BP_RING_SP | BP_RING_SC | BP_RING_HWM)))
 		return -EINVAL;
@@ -329,7 +334,7 @@ static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
  * Each returns how many slots it handled, a multiple of four.
  */
 static __attribute__((noinline)) unsigned
-store_wide(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
+store_wide_base(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
 {
 	unsigned i = 0;
 #if RING_SIMD
@@ -355,6 +360,91 @@ store_wide(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
 #endif
 	return i;
 }
+
+static unsigned scan_wide_base(const uintptr_t *s, void **out, unsigned k,
+			       uintptr_t tag);
+
+#if RING_SIMD
+/*
+ * AVX2 versions, four slots per access, chosen once at run time where the
+ * CPU has AVX2 (the same per-quadword argument as for SSE2 holds).
+ */
+#include <immintrin.h>
+
+__attribute__((target("avx2"), noinline)) static unsigned
+store_wide_avx2(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
+{
+	const __m256i t = _mm256_set1_epi64x((long long)tag);
+	unsigned i = 0;
+
+	for (; i + 8 <= k; i += 8) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)&src[i]);
+		__m256i b = _mm256_loadu_si256((const __m256i *)&src[i + 4]);
+
+		_mm256_storeu_si256((__m256i *)&dst[i], _mm256_or_si256(a, t));
+		_mm256_storeu_si256((__m256i *)&dst[i + 4],
+				    _mm256_or_si256(b, t));
+	}
+	for (; i + 4 <= k; i += 4)
+		_mm256_storeu_si256(
+			(__m256i *)&dst[i],
+			_mm256_or_si256(
+				_mm256_loadu_si256((const __m256i *)&src[i]),
+				t));
+	return i;
+}
+
+__attribute__((target("avx2"), noinline)) static unsigned
+scan_wide_avx2(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
+{
+	const __m256i t = _mm256_set1_epi64x((long long)tag);
+	unsigned i = 0;
+
+	for (; i + 8 <= k; i += 8) {
+		__m256i a = _mm256_xor_si256(
+			_mm256_loadu_si256((const __m256i *)&s[i]), t);
+		__m256i b = _mm256_xor_si256(
+			_mm256_loadu_si256((const __m256i *)&s[i + 4]), t);
+		/* bit 0 of each slot to its sign bit */
+		__m256i m = _mm256_slli_epi64(_mm256_or_si256(a, b), 63);
+
+		if (_mm256_movemask_pd(_mm256_castsi256_pd(m)))
+			break;
+		_mm256_storeu_si256((__m256i *)&out[i], a);
+		_mm256_storeu_si256((__m256i *)&out[i + 4], b);
+	}
+	for (; i + 4 <= k; i += 4) {
+		__m256i a = _mm256_xor_si256(
+			_mm256_loadu_si256((const __m256i *)&s[i]), t);
+
+		if (_mm256_movemask_pd(
+			    _mm256_castsi256_pd(_mm256_slli_epi64(a, 63))))
+			break;
+		_mm256_storeu_si256((__m256i *)&out[i], a);
+	}
+	return i;
+}
+
+static unsigned (*store_wide)(uintptr_t *, void *const *, unsigned,
+			      uintptr_t) = store_wide_base;
+static unsigned (*scan_wide)(const uintptr_t *, void **, unsigned,
+			     uintptr_t) = scan_wide_base;
+
+static void pick_wide(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2")) {
+		store_wide = store_wide_avx2;
+		scan_wide = scan_wide_avx2;
+	}
+}
+#else
+#define store_wide store_wide_base
+#define scan_wide  scan_wide_base
+static void pick_wide(void)
+{
+}
+#endif
 
 /* Store a run of k items with one lap tag, relaxed (see (1)). */
 static BP_ALWAYS_INLINE void store_run(uintptr_t *dst, void *const *src,
@@ -457,7 +547,7 @@ int bp_ring_enqueue_burst(struct bp_ring *r, void *const *items, unsigned n,
  * set in any slot that is not ready.
  */
 static __attribute__((noinline)) unsigned
-scan_wide(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
+scan_wide_base(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
 {
 	unsigned i = 0;
 #if RING_SIMD
