@@ -216,21 +216,30 @@ fail:
 	return rc;
 }
 
-/* Wait until every worker has run its init (cold path: sleep and re-check). */
+struct inits_arg {
+	struct bp_pipeline *p;
+	unsigned n;
+};
+
+static int inits_done(void *arg)
+{
+	struct inits_arg *a = arg;
+
+	/* acquire: pairs with the workers' release after init_rc */
+	return atomic_load_explicit(&a->p->inits_done, memory_order_acquire) >=
+	       a->n;
+}
+
+/* Wait until every worker has run its init (cold path: sleep at once). */
 static void wait_inits(struct bp_pipeline *p, unsigned n)
 {
-	for (;;) {
-		uint32_t key = bp_waitq_prepare(&p->start_wq);
+	struct inits_arg a = {p, n};
+	struct bp_wait_policy pol;
 
-		/* acquire: pairs with the workers' release after init_rc */
-		if (atomic_load_explicit(&p->inits_done,
-					 memory_order_acquire) >= n) {
-			bp_waitq_cancel(&p->start_wq);
-			return;
-		}
-		bp_waitq_sleep(&p->start_wq, key, -1);
-		bp_waitq_cancel(&p->start_wq);
-	}
+	bp_wait_policy_init(&pol);
+	pol.strategy = BP_WAIT_SLEEP;
+	while (bpi_wait_loop(&pol, &p->start_wq, inits_done, &a, -1) < 0)
+		; /* -EINTR: a signal, not the condition; wait again */
 }
 
 static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
@@ -424,7 +433,9 @@ static int stop(struct bp_pipeline *p, bool abort)
 			struct bp_wait_policy pol;
 
 			bp_wait_policy_init(&pol);
-			bpi_wait_loop(&pol, &p->stop_wq, stopped, p, -1);
+			while (bpi_wait_loop(&pol, &p->stop_wq, stopped, p,
+					     -1) < 0)
+				; /* -EINTR: a signal; wait again */
 		}
 		return 0;
 	}
@@ -516,10 +527,13 @@ int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 	if (!p || max_batch < 1 || max_batch > BP_MAX_BATCH ||
 	    max_batch > p->cfg.max_inflight)
 		return -EINVAL;
-	/* relaxed: producers pick it up on their next call */
-	atomic_store_explicit(&p->live_max_batch, max_batch,
-			      memory_order_relaxed);
-	return reconfigure(p, edit_batch, &max_batch);
+	int rc = reconfigure(p, edit_batch, &max_batch);
+
+	if (rc == 0)
+		/* relaxed: producers pick it up on their next call */
+		atomic_store_explicit(&p->live_max_batch, max_batch,
+				      memory_order_relaxed);
+	return rc;
 }
 
 int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)

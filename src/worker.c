@@ -171,22 +171,27 @@ static void idle(struct bp_worker *w, bool eos)
 	bpi_wait_loop(&pol, q, ready, w, -1);
 	urcu_qsbr_thread_online();
 }
-/* Wait for start() to say go (1) or give up (-1). */
+static int go_said(void *arg)
+{
+	struct bp_pipeline *p = arg;
+
+	/* acquire: pairs with start()'s release of start_go */
+	return atomic_load_explicit(&p->start_go, memory_order_acquire);
+}
+
+/* Wait for start() to say go (1) or give up (-1); cold path: sleep. */
 static int wait_go(struct bp_pipeline *p)
 {
-	for (;;) {
-		uint32_t key = bp_waitq_prepare(&p->start_wq);
-		/* acquire: pairs with start()'s release of start_go */
-		int go = atomic_load_explicit(&p->start_go,
-					      memory_order_acquire);
+	struct bp_wait_policy pol;
 
-		if (go != 0) {
-			bp_waitq_cancel(&p->start_wq);
-			return go;
-		}
-		bp_waitq_sleep(&p->start_wq, key, -1);
-		bp_waitq_cancel(&p->start_wq);
-	}
+	bp_wait_policy_init(&pol);
+	pol.strategy = BP_WAIT_SLEEP;
+	int rc;
+
+	do /* -EINTR is a signal, not start's answer: wait again */
+		rc = bpi_wait_loop(&pol, &p->start_wq, go_said, p, -1);
+	while (rc == -EINTR);
+	return rc;
 }
 
 void *bpi_worker_main(void *arg)
