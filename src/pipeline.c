@@ -277,6 +277,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 
 	if (!p)
 		return -EINVAL;
+	/* relaxed: start is called once, before any drain/abort (pipeline.h) */
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) != P_CREATED)
 		return -EINVAL;
 	for (; started < p->nworkers; started++) {
@@ -315,14 +316,16 @@ int bp_pipeline_start(struct bp_pipeline *p)
 		bp_ring_close(p->ingress); /* no submit may slip in */
 		join_workers(p);
 		/*
-		 * Workers closed their egress rings on the way out; the
-		 * pipeline stays "created" but cannot start again.
+		 * Workers closed their egress rings on the way out: the
+		 * pipeline is stopped for good. release: a later stopper
+		 * (acquire) sees the joined threads' work.
 		 */
 		atomic_store_explicit(&p->state, P_STOPPED,
-				      memory_order_relaxed);
+				      memory_order_release);
 		return rc;
 	}
-	atomic_store_explicit(&p->state, P_RUNNING, memory_order_relaxed);
+	/* release: a stopper that sees RUNNING sees the started threads */
+	atomic_store_explicit(&p->state, P_RUNNING, memory_order_release);
 	return 0;
 }
 

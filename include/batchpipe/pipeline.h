@@ -100,7 +100,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
  * Start the workers (running stage init) and the sink. Returns 0, -EINVAL
  * (already started, or stopped), a stage init error or a thread-creation
  * error; on failure nothing is left running and the pipeline can only be
- * destroyed.
+ * destroyed. Call it once, from one thread, before any drain or abort.
  */
 int bp_pipeline_start(struct bp_pipeline *p);
 
