@@ -142,8 +142,9 @@ static struct bp_pipeline *start(bool ordered, unsigned workers)
 
 /*
  * Held back by a slow sink (it sleeps in its callback, egress rings of 4),
- * workers must wait asleep too, not spin: the process may use at most 10 %
- * of one core while the backlog drains at the sink's pace.
+ * workers must wait asleep too, not spin. Sleeping workers measure about
+ * 20 ms of CPU per second here, spinning ones about 2000 (both cores); the
+ * budget, 400 ms, sits between with room for a noisy host's accounting.
  */
 static int backpressure(bool ordered)
 {
@@ -176,15 +177,33 @@ static int backpressure(bool ordered)
 		return 1;
 	}
 	pt_sleep_ms(SETTLE_MS);
-	c0 = cpu_ns();
-	pt_sleep_ms(1000);
-	used = cpu_ns() - c0;
+	/*
+	 * Median of five 200 ms windows, per second: a window can catch a
+	 * membarrier stalled on a preempted virtual CPU (the kernel spins
+	 * for the IPI, charged to us), which says nothing about whether the
+	 * workers spin.
+	 */
+	int64_t win[5];
+
+	for (int i = 0; i < 5; i++) {
+		c0 = cpu_ns();
+		pt_sleep_ms(200);
+		win[i] = cpu_ns() - c0;
+	}
+	for (int i = 1; i < 5; i++) /* insertion sort */
+		for (int k = i; k > 0 && win[k - 1] > win[k]; k--) {
+			int64_t t = win[k];
+
+			win[k] = win[k - 1];
+			win[k - 1] = t;
+		}
+	used = win[2] * 5;
 	atomic_store(&slow_sink, 0);
 	bp_pipeline_destroy(p); /* drains the rest quickly */
-	printf("%s, workers held back by a slow sink: %.2f ms CPU over 1000 ms "
-	       "(budget 200 ms)\n",
+	printf("%s, workers held back by a slow sink: %.2f ms CPU per second "
+	       "(median of 5 windows; budget 400 ms)\n",
 	       ordered ? "ordered" : "unordered", used / 1e6);
-	if (used < 0 || used >= 200 * 1000000LL) {
+	if (used < 0 || used >= 400 * 1000000LL) {
 		fprintf(stderr, "FAIL: backpressure: %.2f ms of CPU in 1 s\n",
 			used / 1e6);
 		return 1;
