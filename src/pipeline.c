@@ -147,6 +147,16 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	bp_waitq_init(&p->sink_wq);
 	bp_waitq_init(&p->stop_wq);
 	bp_waitq_init(&p->progress_wq);
+	/*
+	 * Workers, the sink and blocked producers go to sleep and wake up
+	 * often (more so with more workers than cores): on these queues the
+	 * wakers pay a fence per batch instead of every sleeper paying a
+	 * membarrier, which interrupts all CPUs. Measured with 16 workers on
+	 * 2 cores: 21-26 -> 31-38 M jobs/s at B=32 (interleaved A/B), 2 workers
+	 * within noise (41-44 vs 44-47).
+	 */
+	bp_waitq_set_waker_fences(&p->sink_wq);
+	bp_waitq_set_waker_fences(&p->progress_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;
@@ -169,6 +179,8 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
 	if (rc)
 		goto fail;
+	bp_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
+	bp_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
 	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
 				       BP_FALSE_SHARING);
 	if (!p->workers) {

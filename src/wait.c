@@ -90,10 +90,16 @@ int bp_wait_policy_check(const struct bp_wait_policy *p)
 	return -EINVAL;
 }
 
+void bp_waitq_set_waker_fences(struct bp_waitq *q)
+{
+	q->waker_fences = 1;
+}
+
 void bp_waitq_init(struct bp_waitq *q)
 {
 	atomic_init(&q->seq, 0);
 	atomic_init(&q->sleepers, 0);
+	q->waker_fences = 0;
 	bpi_wait_global_init();
 }
 
@@ -119,7 +125,7 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q)
 	 * barrier on its own where membarrier is missing.
 	 */
 	key = atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst) | 1;
-	if (membarrier_ok)
+	if (membarrier_ok && !q->waker_fences)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
 	else
@@ -163,7 +169,7 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 	uint32_t s;
 
 	/* order the caller's publication before the load, as the fast path */
-	if (bp_waitq_need_fence_)
+	if (bp_waitq_need_fence_ || q->waker_fences)
 		bp_full_fence_();
 	else
 		atomic_signal_fence(memory_order_seq_cst);

@@ -75,9 +75,24 @@ struct bp_waitq {
 	 */
 	_Atomic uint32_t seq;
 	_Atomic uint32_t sleepers; /* threads between prepare and cancel */
+	/*
+	 * 0 (default): sleepers pay for the ordering with membarrier(2),
+	 * wakers pay nothing. 1: wakers issue a full fence, sleepers only a
+	 * fence too; for queues whose threads sleep and wake often (set
+	 * before use with bp_waitq_set_waker_fences()).
+	 */
+	uint32_t waker_fences;
 };
 
 void bp_waitq_init(struct bp_waitq *q);
+
+/*
+ * Make wakers of q pay for the ordering (a full fence per wake check)
+ * instead of its sleepers (a membarrier(2) system call, which interrupts
+ * every CPU running this process). Worth it where threads go to sleep
+ * often, e.g. more workers than cores. Call before q is used.
+ */
+void bp_waitq_set_waker_fences(struct bp_waitq *q);
 
 /*
  * Sleeper side, in this order:
@@ -122,7 +137,7 @@ static inline void bp_full_fence_(void)
  */
 static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 {
-	if (bp_waitq_need_fence_)
+	if (bp_waitq_need_fence_ || q->waker_fences)
 		bp_full_fence_(); /* Dekker with prepare() */
 	else
 		atomic_signal_fence(memory_order_seq_cst); /* compiler only */
