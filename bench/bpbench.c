@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,4 +336,31 @@ void bench_die(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	exit(1);
+}
+
+void bench_bad_option(const char *cmd, const struct option *longopts,
+		      int optopt_, const char *word)
+{
+	const char *name = NULL;
+
+	if (!optopt_) {
+		fprintf(stderr, "%s: bad option '%s'\n", cmd, word);
+		return;
+	}
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == optopt_)
+			name = lo->name;
+	if (name)
+		fprintf(stderr, "%s: --%s needs a value\n", cmd, name);
+	else
+		fprintf(stderr, "%s: bad option '-%c'\n", cmd, optopt_);
+}
+
+void bench_bad_value(const char *cmd, const struct option *longopts, int opt,
+		     const char *value)
+{
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == opt)
+			fprintf(stderr, "%s: bad value '%s' for --%s\n", cmd,
+				value, lo->name);
 }

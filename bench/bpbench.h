@@ -52,6 +52,17 @@ int bench_parse_pairs(const char *s, unsigned (*out)[2], int max, unsigned lo,
 int bench_parse_names(char *s, const char **out, int max); /* splits s */
 int bench_parse_uint(const char *s, unsigned *out, unsigned lo, unsigned hi);
 
+/*
+ * getopt_long error reports for subcommand `cmd` ("bpbench ring"):
+ * an unknown option or one missing its value (optopt, or the argv word),
+ * and a bad value for option `opt`.
+ */
+struct option;
+void bench_bad_option(const char *cmd, const struct option *longopts,
+		      int optopt_, const char *word);
+void bench_bad_value(const char *cmd, const struct option *longopts, int opt,
+		     const char *value);
+
 /* A small seeded generator, for the shuffles that interleave competitors. */
 uint64_t bench_rand(uint64_t *state);
 void bench_shuffle(int *v, int n, uint64_t *state);

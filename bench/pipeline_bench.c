@@ -57,6 +57,8 @@
 #include <batchpipe/ring.h>
 
 #include "bpbench.h"
+
+#define BENCH_CMD "bpbench pipeline"
 #include "queues.h"
 
 #define PB_MAX_WLIST	 8
@@ -1713,7 +1715,7 @@ static void pb_usage(FILE *f)
 		"hand-off\n"
 		"                   threads are pinned)\n"
 		"  --inflight N     max_inflight per worker (default: the "
-		"library's, 256,\n"
+		"library's, 1024,\n"
 		"                   raised to B)\n"
 		"  --ingress N      ingress_capacity (default: the library's, "
 		"4096)\n"
@@ -1946,37 +1948,13 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 			pb_usage(stdout);
 			exit(0);
 		default:
-			if (optopt) {
-				const char *name = NULL;
-
-				for (const struct option *lo = longopts;
-				     lo->name; lo++)
-					if (lo->val == optopt)
-						name = lo->name;
-				if (name)
-					fprintf(stderr,
-						"bpbench pipeline: --%s needs "
-						"a value\n",
-						name);
-				else
-					fprintf(stderr,
-						"bpbench pipeline: bad option "
-						"'-%c'\n",
-						optopt);
-			} else
-				fprintf(stderr,
-					"bpbench pipeline: bad option '%s'\n",
-					argv[optind - 1]);
+			bench_bad_option(BENCH_CMD, longopts, optopt,
+					 argv[optind - 1]);
 			goto usage;
 		}
 		continue;
 	bad_value:
-		for (const struct option *lo = longopts; lo->name; lo++)
-			if (lo->val == opt)
-				fprintf(stderr,
-					"bpbench pipeline: bad value '%s' for "
-					"--%s\n",
-					optarg, lo->name);
+		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
 		goto usage;
 	}
 	if (optind < argc) {

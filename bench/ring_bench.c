@@ -30,6 +30,8 @@
 #include <string.h>
 
 #include "bpbench.h"
+
+#define BENCH_CMD "bpbench ring"
 #include "queues.h"
 
 #define RING_MAX_POINTS	 16
@@ -982,37 +984,13 @@ static int ring_parse(int argc, char **argv, struct ring_opts *o)
 			ring_usage(stdout);
 			exit(0);
 		default:
-			if (optopt) {
-				const char *name = NULL;
-
-				for (const struct option *lo = longopts;
-				     lo->name; lo++)
-					if (lo->val == optopt)
-						name = lo->name;
-				if (name)
-					fprintf(stderr,
-						"bpbench ring: --%s needs a "
-						"value\n",
-						name);
-				else
-					fprintf(stderr,
-						"bpbench ring: bad option "
-						"'-%c'\n",
-						optopt);
-			} else
-				fprintf(stderr,
-					"bpbench ring: bad option '%s'\n",
-					argv[optind - 1]);
+			bench_bad_option(BENCH_CMD, longopts, optopt,
+					 argv[optind - 1]);
 			goto usage;
 		}
 		continue;
 	bad_value:
-		for (const struct option *lo = longopts; lo->name; lo++)
-			if (lo->val == opt)
-				fprintf(stderr,
-					"bpbench ring: bad value '%s' for "
-					"--%s\n",
-					optarg, lo->name);
+		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
 		goto usage;
 	}
 	if (optind < argc) {
