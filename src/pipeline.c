@@ -254,7 +254,9 @@ static void wait_inits(struct bp_pipeline *p, unsigned n)
 		; /* -EINTR: a signal, not the condition; wait again */
 }
 
-static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
+/* name: shown by top -H, perf and gdb; at most 15 characters */
+static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg,
+			const char *name)
 {
 	pthread_attr_t attr;
 	int rc;
@@ -269,6 +271,8 @@ static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
 	}
 	rc = pthread_create(t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
+	if (rc == 0)
+		pthread_setname_np(*t, name); /* a name is a courtesy: ignore */
 	return -rc;
 }
 
@@ -295,7 +299,11 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	for (; started < p->nworkers; started++) {
 		struct bp_worker *w = &p->workers[started];
 
-		rc = start_thread(&w->thread, w->cpu, bpi_worker_main, w);
+		char name[24];
+
+		snprintf(name, sizeof(name), "bp-worker-%u", started);
+		name[15] = '\0'; /* the kernel keeps 15 characters */
+		rc = start_thread(&w->thread, w->cpu, bpi_worker_main, w, name);
 		if (rc) {
 			bpi_log(p, BP_LOG_ERROR,
 				"worker %u: cannot start thread (cpu %d): %s",
@@ -315,7 +323,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	}
 	if (!rc) {
 		rc = start_thread(&p->sink_thread, p->cfg.sink_cpu,
-				  bpi_sink_main, p);
+				  bpi_sink_main, p, "bp-sink");
 		if (rc)
 			bpi_log(p, BP_LOG_ERROR, "cannot start the sink: %s",
 				bp_strerror(rc));

@@ -50,8 +50,8 @@ struct bp_worker {
 	void *state;
 	struct bp_ring *egress; /* this worker -> sink, single/single */
 	struct bp_job **buf;	/* dequeue buffer, max_inflight entries */
-	struct bp_job **done;	/* completed, not yet handed off */
-	unsigned ndone;
+	struct bp_job **done;	/* completed: [dhead, dend) not yet handed off */
+	unsigned dhead, dend;
 	unsigned done_cap;
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */

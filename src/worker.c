@@ -52,30 +52,48 @@ unsigned bp_worker_inflight(const struct bp_worker *w)
 	return (unsigned)(w->taken - credited(w));
 }
 
+/* Completed jobs not yet handed to the sink: done[dhead..dend). */
+static inline unsigned pending(const struct bp_worker *w)
+{
+	return w->dend - w->dhead;
+}
+
 void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
 	/* done has room for every job the worker may hold (max_inflight) */
-	if (w->ndone + n > w->done_cap) {
+	if (w->dend + n > w->done_cap && w->dhead) {
+		/* the sink fell behind mid-run: slide what is left down */
+		memmove(w->done, w->done + w->dhead,
+			pending(w) * sizeof(*w->done));
+		w->dend -= w->dhead;
+		w->dhead = 0;
+	}
+	if (w->dend + n > w->done_cap) {
 		bpi_log(w->p, BP_LOG_ERROR,
 			"worker %u: more completions than jobs taken", w->id);
-		n = w->done_cap - w->ndone;
+		n = w->done_cap - w->dend;
 	}
-	memcpy(&w->done[w->ndone], jobs, n * sizeof(*jobs));
-	w->ndone += n;
+	memcpy(&w->done[w->dend], jobs, n * sizeof(*jobs));
+	w->dend += n;
 }
 
-/* Hand completed jobs to the sink; returns how many went. */
+/*
+ * Hand completed jobs to the sink; returns how many went. bp_submit checked
+ * every job, so the egress enqueue skips the item check, which would re-read
+ * all held jobs on every pass while egress is full.
+ */
 static unsigned hand_off(struct bp_worker *w)
 {
-	int n = bp_ring_enqueue_burst(w->egress, (void **)w->done, w->ndone,
-				      NULL);
+	uint64_t pos;
+	int n = bpi_ring_reserve_burst(w->egress, pending(w), &pos);
 
 	if (n <= 0)
 		return 0; /* egress full: the sink is behind, retry next pass */
-	if ((unsigned)n < w->ndone)
-		memmove(w->done, w->done + n,
-			(w->ndone - (unsigned)n) * sizeof(*w->done));
-	w->ndone -= (unsigned)n;
+	bpi_ring_publish(w->egress, pos, (void *const *)(w->done + w->dhead),
+			 (unsigned)n);
+	w->dhead += (unsigned)n;
+	if (w->dhead == w->dend)
+		w->dhead = w->dend = 0;
 	w->handed += (uint64_t)n;
 	bp_waitq_wake_all(&w->p->sink_wq);
 	return (unsigned)n;
@@ -143,7 +161,7 @@ static int sink_made_progress(void *arg)
 {
 	struct bp_worker *w = arg;
 
-	if (w->ndone)
+	if (pending(w))
 		return bp_ring_free_count(w->egress) > 0;
 	return bp_worker_inflight(w) < w->p->cfg.max_inflight;
 }
@@ -154,12 +172,12 @@ static void idle(struct bp_worker *w, bool eos)
 	struct bp_waitq *q = bpi_ring_not_empty(w->p->ingress);
 	int (*ready)(void *) = worker_has_work;
 
-	if (w->taken != w->handed + w->ndone) {
+	if (w->taken != w->handed + pending(w)) {
 		/* jobs in the stage: poll again soon, let others run */
 		sched_yield();
 		return;
 	}
-	if (w->ndone || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
+	if (pending(w) || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
 		/* held back by the sink: wait for it as the policy says */
 		q = &w->p->progress_wq;
 		ready = sink_made_progress;
@@ -227,7 +245,7 @@ void *bpi_worker_main(void *arg)
 		urcu_qsbr_quiescent_state();
 		w->cfg = rcu_dereference(p->live);
 		bp_tsan_acquire(w->cfg); /* TSAN: pairs with reconfigure() */
-		if (st->poll && w->taken != w->handed + w->ndone)
+		if (st->poll && w->taken != w->handed + pending(w))
 			st->poll(w->state, w);
 		/* acquire: pairs with abort()'s release */
 		if (!w->cancel_called &&
@@ -244,7 +262,7 @@ void *bpi_worker_main(void *arg)
 			else if (n == -EPIPE)
 				eos = true;
 		}
-		if (w->ndone)
+		if (pending(w))
 			progress += hand_off(w);
 		if (eos && w->taken == w->handed)
 			break;
