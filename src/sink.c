@@ -79,30 +79,49 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 			    unsigned n, unsigned worker, uint64_t *credit)
 {
 	struct bp_job *out[SINK_BATCH];
+	struct bp_job **window = p->window;
+	const uint32_t *who = p->window_worker;
+	const uint64_t mask = p->window_mask;
+	/* locals: stores through window and credit could alias p's fields */
+	uint64_t next = p->next_seq;
 	unsigned k = 0;
 
+	/* the seqs are in the jobs' lines: fetch them all first (deliver) */
+	for (unsigned i = 0; i < n; i++)
+		__builtin_prefetch(jobs[i], 0, 3);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t at = jobs[i]->seq & p->window_mask;
+		uint64_t at = jobs[i]->seq & mask;
 
-		p->window[at] = jobs[i];
+		window[at] = jobs[i];
 		p->window_worker[at] = worker; /* whom to credit on delivery */
 	}
 	for (;;) {
-		struct bp_job **slot = &p->window[p->next_seq & p->window_mask];
-		struct bp_job *j = *slot;
+		uint32_t run_worker = 0, run = 0;
 
-		if (!j || j->seq != p->next_seq) {
-			if (k == 0)
-				return;
-		} else {
-			*slot = NULL;
+		/*
+		 * Take the run that starts at next. Credit is counted per run
+		 * of one worker's jobs, not per job: a counter bumped per job
+		 * would chain every job through a store and a reload.
+		 */
+		while (k < SINK_BATCH) {
+			struct bp_job *j = window[next & mask];
+
+			if (!j || j->seq != next)
+				break;
+			window[next & mask] = NULL;
 			out[k++] = j;
-			credit[p->window_worker[p->next_seq &
-						p->window_mask]]++;
-			p->next_seq = (p->next_seq + 1) & SEQ_MASK;
-			if (k < SINK_BATCH)
-				continue;
+			if (who[next & mask] != run_worker) {
+				credit[run_worker] += run;
+				run_worker = who[next & mask];
+				run = 0;
+			}
+			run++;
+			next = (next + 1) & SEQ_MASK;
 		}
+		credit[run_worker] += run;
+		p->next_seq = next;
+		if (k == 0)
+			return;
 		deliver(p, out, k);
 		for (unsigned w = 0; w < p->nworkers; w++) {
 			if (!credit[w])
@@ -116,6 +135,8 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 				memory_order_relaxed);
 			credit[w] = 0;
 		}
+		if (k < SINK_BATCH)
+			return; /* the run ended at a gap */
 		k = 0;
 	}
 }
