@@ -272,10 +272,10 @@ struct pb_run {
 	int64_t t_drain_end;
 };
 
-static void pb_stage_process(void *state, struct bp_worker *w,
-			     struct bp_job **jobs, unsigned n)
+/* The stage's work on a batch, without the pipeline around it. */
+static inline void pb_stage_work(const struct pb_run *run,
+				 struct bp_job **jobs, unsigned n)
 {
-	const struct pb_run *run = bp_worker_stage_ctx(w);
 	uint64_t iters = run->iters;
 
 	/* fetch the whole batch's lines for writing at once (see pb_stamp) */
@@ -288,6 +288,13 @@ static void pb_stage_process(void *state, struct bp_worker *w,
 				  : j->payload ^ PB_TRIVIAL_MARK;
 		jobs[i]->status = BP_JOB_OK;
 	}
+}
+
+static void pb_stage_process(void *state, struct bp_worker *w,
+			     struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	pb_stage_work(bp_worker_stage_ctx(w), jobs, n);
 	bp_worker_complete(w, jobs, n);
 }
 
@@ -588,7 +595,13 @@ static void pb_pipeline_up(struct pb_run *run)
 			  bp_strerror(rc));
 }
 
-/* After a run: every job accounted for, and every job back in its pool. */
+/* Jobs checked by every pb_verify so far (reported at the end). */
+static uint64_t pb_jobs_verified;
+
+/*
+ * After a run: every job accounted for, and every job back in its pool.
+ * st: the pipeline's statistics, NULL for a run without a pipeline.
+ */
 static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 {
 	struct pb_sink_state *s = &run->sink;
@@ -635,8 +648,9 @@ static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 			bad++;
 		}
 	}
-	if (st->submitted != st->ok + st->failed + st->cancelled ||
-	    st->submitted != want_total || st->failed || st->cancelled) {
+	if (st && (st->submitted != st->ok + st->failed + st->cancelled ||
+		   st->submitted != want_total || st->failed ||
+		   st->cancelled)) {
 		fprintf(stderr,
 			"bpbench pipeline: VERIFY FAILED: %s: stats submitted "
 			"%" PRIu64 ", ok %" PRIu64 ", failed %" PRIu64
@@ -648,6 +662,7 @@ static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 	}
 	if (bad)
 		exit(1);
+	pb_jobs_verified += want_total;
 }
 
 static void pb_run_init(struct pb_run *run, const struct pb_opts *o,
@@ -742,6 +757,44 @@ static struct pb_result pb_run_once(const struct pb_opts *o,
 	res.p50_us = (double)st.lat_p50_ns / 1e3;
 	res.p99_us = (double)st.lat_p99_ns / 1e3;
 	return res;
+}
+
+/*
+ * The benchmark's own work per job with no pipeline: one thread takes B
+ * jobs from its pool, stamps them, runs the stage's work on them and hands
+ * them to the sink callback, which checks them and returns them to the
+ * pool. What the pipeline adds on top (three threads, rings, stamps,
+ * statistics, the jobs' trips between cores) is the difference.
+ */
+static double pb_alone_once(const struct pb_opts *o, struct pb_producer *prod,
+			    unsigned B, unsigned ms)
+{
+	struct pb_run run;
+	struct pb_producer *pr = &prod[0];
+	int64_t t0, t1, end;
+
+	pb_run_init(&run, o, prod, 1);
+	run.B = B;
+	run.mode = PB_THROUGHPUT;
+	pb_prepare_producers(&run);
+	t0 = bench_now_ns();
+	end = t0 + (int64_t)ms * 1000000;
+	do {
+		for (int i = 0; i < 64; i++) {
+			if (!pb_take_free(pr, B))
+				bench_die("bpbench pipeline: alone: the pool "
+					  "ran dry\n");
+			pb_stamp(pr, B);
+			pb_stage_work(&run, pr->batch, B);
+			pb_sink(&run, pr->batch, B);
+			pr->submitted += B;
+			pr->held = 0;
+		}
+		t1 = bench_now_ns();
+	} while (t1 < end);
+	pb_verify(&run, NULL);
+	pb_run_fini(&run);
+	return (double)pr->submitted * 1e3 / (double)(t1 - t0);
 }
 
 /* ---- latency, wake-up, idle CPU, hand-off -------------------------------- */
@@ -1046,7 +1099,8 @@ static double pb_ring_once(const struct pb_opts *o, unsigned B, unsigned ms)
 
 /* ---- points and results -------------------------------------------------- */
 
-enum pb_kind { PB_PIPE, PB_WORK, PB_RING };
+/* PB_ALONE: the benchmark's own per-job work in one thread, no pipeline */
+enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE };
 
 struct pb_point {
 	enum pb_kind kind;
@@ -1076,7 +1130,7 @@ static int pb_find(const struct pb_results *r, enum pb_kind kind, unsigned W,
 		const struct pb_point *p = &r->pt[i];
 
 		if (p->kind == kind && p->B == B &&
-		    (kind == PB_RING ||
+		    (kind == PB_RING || kind == PB_ALONE ||
 		     (p->W == W && p->wait == wait && p->ordered == ordered)))
 			return i;
 	}
@@ -1106,12 +1160,14 @@ static void pb_build_points(const struct pb_opts *o, struct pb_results *r)
 		pb_add(r, PB_PIPE, PB_HEAD_W, o->batches[b], PB_HEAD_WAIT,
 		       true);
 		pb_add(r, PB_RING, 1, o->batches[b], 0, false);
+		pb_add(r, PB_ALONE, 1, o->batches[b], 0, false);
 	}
 	/* the headline points, whatever the lists say */
 	pb_add(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, false);
 	pb_add(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, true);
 	pb_add(r, PB_PIPE, PB_HEAD_W_MANY, PB_HEAD_B, PB_HEAD_WAIT, false);
 	pb_add(r, PB_RING, 1, PB_HEAD_B, 0, false);
+	pb_add(r, PB_ALONE, 1, PB_HEAD_B, 0, false);
 	if (o->work_ns)
 		for (int w = 0; w < o->nworkers; w++)
 			pb_add(r, PB_WORK, o->workers[w], PB_HEAD_B,
@@ -1214,6 +1270,8 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 
 			if (p->kind == PB_RING)
 				res.mjobs = pb_ring_once(o, p->B, o->ms);
+			else if (p->kind == PB_ALONE)
+				res.mjobs = pb_alone_once(o, prod, p->B, o->ms);
 			else
 				res = pb_run_once(o, prod, o->producers, p->W,
 						  p->B, p->wait, p->ordered,
@@ -1420,19 +1478,25 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 	       "producers, %u workers, %s, unordered)\n",
 	       o->cpus[0], o->cpus[1 % o->ncpus], o->producers, PB_HEAD_W,
 	       pb_waits[PB_HEAD_WAIT].name);
-	printf("%5s %14s %14s %8s\n", "B", "ring Mitems/s", "pipe Mjobs/s",
-	       "ratio");
+	printf("and against the benchmark's own per-job work alone: one thread "
+	       "takes B jobs from\nits pool, stamps them, runs the stage's "
+	       "work and the sink's checks, no pipeline\n");
+	printf("%5s %14s %14s %8s %14s %10s\n", "B", "ring Mitems/s",
+	       "pipe Mjobs/s", "ratio", "alone Mjobs/s", "pipe/alone");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
-		int pp;
+		int pp, al;
 
 		if (p->kind != PB_RING)
 			continue;
 		pp = pb_find(r, PB_PIPE, PB_HEAD_W, p->B, PB_HEAD_WAIT, false);
-		printf("%5u %14.2f %14.2f %8.3f\n", p->B,
+		al = pb_find(r, PB_ALONE, 1, p->B, 0, false);
+		printf("%5u %14.2f %14.2f %8.3f %14.2f %10.3f\n", p->B,
 		       pb_med_pt(r, r->mj, i, NULL, NULL),
 		       pb_med_pt(r, r->mj, pp, NULL, NULL),
-		       pb_med_ratio(r, pp, i));
+		       pb_med_ratio(r, pp, i),
+		       pb_med_pt(r, r->mj, al, NULL, NULL),
+		       pb_med_ratio(r, pp, al));
 	}
 
 	if (o->work_ns && !o->sweep_only) {
@@ -1521,6 +1585,9 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 		double hm = pb_med_pt(r, r->mj, head, NULL, NULL);
 		double rm = pb_med_pt(r, r->mj, ring, NULL, NULL);
 		double rr = pb_med_ratio(r, head, ring);
+		int alone = pb_find(r, PB_ALONE, 1, PB_HEAD_B, 0, false);
+		double am = pb_med_pt(r, r->mj, alone, NULL, NULL);
+		double ra = pb_med_ratio(r, head, alone);
 		double sc = pb_med_ratio(r, many, head);
 		double oc = 100.0 * (1.0 - pb_med_ratio(r, ord, head));
 
@@ -1534,6 +1601,10 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 		printf("   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
 		       "%.3f (target >= 0.40: %s)\n",
 		       PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
+		printf("   the benchmark's own per-job work alone, one thread, "
+		       "B=%u: %.2f M jobs/s\n   (%.1f ns/job); pipeline / "
+		       "alone = %.3f\n",
+		       PB_HEAD_B, am, 1e3 / am, ra);
 		printf("2. %u workers / %u workers at B=%u: %.3f (target >= "
 		       "0.70: %s)\n",
 		       PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
@@ -1623,6 +1694,12 @@ static void pb_print_csv(const struct pb_opts *o, const struct pb_results *r)
 		if (r->pt[i].kind == PB_RING)
 			for (int run = 0; run < r->runs; run++)
 				printf("ring1x1,%u,%d,%.3f\n", r->pt[i].B, run,
+				       *pb_cell(r, r->mj, run, i));
+	printf("alone,B,run,Mjobs_per_s\n");
+	for (int i = 0; i < r->npoints; i++)
+		if (r->pt[i].kind == PB_ALONE)
+			for (int run = 0; run < r->runs; run++)
+				printf("alone,%u,%d,%.3f\n", r->pt[i].B, run,
 				       *pb_cell(r, r->mj, run, i));
 	if (o->work_ns && !o->sweep_only) {
 		printf("work,work_ns,producers,workers,B,wait,ordered,run,"
@@ -1744,7 +1821,7 @@ static void pb_usage(FILE *f)
 		"ordered,run,\n"
 		"                   Mjobs_per_s,p50_us,p99_us (p50/p99: "
 		"bp_pipeline_stats of\n"
-		"                   the run), then tagged blocks ring1x1, "
+		"                   the run), then tagged blocks ring1x1, alone, "
 		"work, latency, handoff\n"
 		"  --help           this text\n"
 		"Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
@@ -2077,9 +2154,9 @@ int bench_pipeline_main(int argc, char **argv)
 		pb_latency_sweep(&o, r, lp, prod);
 	pb_loadavg(load1, sizeof(load1));
 	fprintf(stderr,
-		"bpbench pipeline: done in %.1f s, every run verified; load "
-		"average at end: %s\n",
-		(double)(bench_now_ns() - t0) / 1e9, load1);
+		"bpbench pipeline: done in %.1f s, every run verified (%" PRIu64
+		" jobs); load average at end: %s\n",
+		(double)(bench_now_ns() - t0) / 1e9, pb_jobs_verified, load1);
 
 	if (o.csv)
 		pb_print_csv(&o, r);
