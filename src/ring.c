@@ -641,6 +641,14 @@ static int empty_or_eos(const struct bp_ring *r, uint64_t ch, unsigned need)
 	return (((ph & ~CLOSED) - ch) >> 1) < need ? -EPIPE : 0;
 }
 
+int bpi_ring_ready(const struct bp_ring *r)
+{
+	/* acquire: as take(), no slot read may see an item older than a lap */
+	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
+
+	return scan(r, ch >> 1, NULL, 1) == 1 || empty_or_eos(r, ch, 1) < 0;
+}
+
 static unsigned left_after(const struct bp_ring *r, uint64_t ch)
 {
 	uint64_t ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);

@@ -38,6 +38,16 @@ int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos);
 void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 		      unsigned k);
 
+/*
+ * Non-zero when a dequeue would not come back empty-handed: the slot at the
+ * consumers' head is published, or the ring is closed and drained (the
+ * dequeue reports the end of the stream). Unlike bp_ring_count() > 0 it
+ * stays false while a producer that reserved the next slot has not yet
+ * published it, so a waiter keeps yielding to that producer instead of
+ * retrying a dequeue that cannot succeed.
+ */
+int bpi_ring_ready(const struct bp_ring *r);
+
 /* Items ever reserved for enqueue since creation (mod 2^63). */
 uint64_t bpi_ring_enqueued(const struct bp_ring *r);
 

@@ -149,8 +149,7 @@ static int sink_has_work(void *arg)
 	for (unsigned i = 0; i < p->nworkers; i++) {
 		struct bp_ring *r = p->workers[i].egress;
 
-		if (!p->sink_ended[i] &&
-		    (bp_ring_count(r) > 0 || bp_ring_is_closed(r)))
+		if (!p->sink_ended[i] && bpi_ring_ready(r))
 			return 1;
 	}
 	return 0;

@@ -148,9 +148,8 @@ static int take_batch(struct bp_worker *w)
 static int worker_has_work(void *arg)
 {
 	struct bp_worker *w = arg;
-	struct bp_ring *in = w->p->ingress;
 
-	return bp_ring_count(in) > 0 || bp_ring_is_closed(in);
+	return bpi_ring_ready(w->p->ingress);
 }
 
 /*

@@ -501,6 +501,38 @@ static void test_available_counts_reserved(void **state)
 	bp_ring_destroy(r);
 }
 
+/*
+ * bpi_ring_ready: false while the next slot is reserved but not published
+ * (bp_ring_count already counts it), true once it is, true at the end of a
+ * closed stream, false on a closed ring whose last reservation is pending.
+ */
+static void test_ready(void **state)
+{
+	struct bp_ring *r = ring_new(8, mode_of(state));
+	void *v[2] = {it(1), it(2)}, *out[8];
+	uint64_t pos;
+
+	assert_int_equal(bpi_ring_ready(r), 0);
+	assert_int_equal(bpi_ring_reserve_burst(r, 2, &pos), 2);
+	assert_int_equal(bp_ring_count(r), 2);
+	assert_int_equal(bpi_ring_ready(r), 0);
+	bpi_ring_publish(r, pos, v, 2);
+	assert_int_equal(bpi_ring_ready(r), 1);
+	assert_int_equal(bp_ring_dequeue_burst(r, out, 8, NULL), 2);
+	assert_int_equal(bpi_ring_ready(r), 0);
+	/* closed with a reservation pending: not ready until published */
+	assert_int_equal(bpi_ring_reserve_burst(r, 1, &pos), 1);
+	bp_ring_close(r);
+	assert_int_equal(bpi_ring_ready(r), 0);
+	bpi_ring_publish(r, pos, v, 1);
+	assert_int_equal(bpi_ring_ready(r), 1);
+	assert_int_equal(bp_ring_dequeue_burst(r, out, 8, NULL), 1);
+	/* closed and drained: ready, and the dequeue says end of stream */
+	assert_int_equal(bpi_ring_ready(r), 1);
+	assert_int_equal(bp_ring_dequeue_burst(r, out, 8, NULL), -EPIPE);
+	bp_ring_destroy(r);
+}
+
 /* ---------------------------------------------------- zero-copy consumer */
 
 /* Consumer zero-copy is refused with -EOPNOTSUPP on multi-consumer rings. */
@@ -1194,6 +1226,7 @@ int main(void)
 		MODE_TESTS(test_zc_producer),
 		MODE_TESTS(test_zc_producer_finish),
 		MODE_TESTS(test_available_counts_reserved),
+		MODE_TESTS(test_ready),
 		ONE_MODE_TEST(test_zc_consumer_mc, "mpmc", 0),
 		ONE_MODE_TEST(test_zc_consumer_mc, "sp", 1),
 		ONE_MODE_TEST(test_zc_consumer, "sc", 2),

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Instructions per job through the pipeline, per item through the ring.
+
+Runs `bpbench pipeline` (2 producers, 2 workers, B=32, unordered) and
+`bpbench ring` (1x1, B=32) under valgrind's callgrind, one profile per
+thread, and counts the library's instructions:
+
+  pipeline: bp_submit in the producers (without its waits), the worker loop
+            (without its waits and the stage's process), the sink loop
+            (without its waits and the application's sink callback);
+  ring:     bp_ring_enqueue_burst in the producer, bp_ring_dequeue_burst in
+            the consumer, failed polls included.
+
+Each is divided by the jobs (items) the benchmark verified. Waits are left
+out because under valgrind threads take turns, so how long a thread spins
+says nothing about the library.
+
+usage: scripts/instructions.py [BUILD_DIR]   (default: build)
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(\S+)")
+
+
+def inclusive(path):
+    """{function'caller: inclusive Ir} of one callgrind profile.
+
+    callgrind_annotate lists a function once with its whole cost and
+    again per source file its code comes from (inlined headers): the
+    largest entry is the whole.
+    """
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100",
+         "--auto=no", path],
+        check=True, capture_output=True, text=True).stdout
+    costs = {}
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if not m or "=>" in line:
+            continue
+        name = m.group(2).rsplit(":", 1)[-1]
+        costs[name] = max(costs.get(name, 0),
+                          int(m.group(1).replace(",", "")))
+    return costs
+
+
+def profile(tmp, tag, cmd):
+    """Run cmd under callgrind; return (per-thread costs, stderr)."""
+    base = os.path.join(tmp, tag)
+    res = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--separate-threads=yes",
+         "--separate-callers=1", "--callgrind-out-file=" + base] + cmd,
+        capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"{tag}: exit {res.returncode}\n{res.stderr[-2000:]}")
+    return [inclusive(f) for f in sorted(glob.glob(base + "-*"))], res.stderr
+
+
+def count(stderr, what):
+    m = re.search(r"every run verified \((\d+) " + what, stderr)
+    if not m:
+        sys.exit("no verified count in the benchmark's output:\n" + stderr)
+    return int(m.group(1))
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    bench = os.path.join(build, "bench", "bpbench")
+    with tempfile.TemporaryDirectory() as tmp:
+        threads, err = profile(tmp, "pipe", [
+            bench, "pipeline", "--sweep-only", "--workers", "2",
+            "--batches", "32", "--waits", "spin-sleep", "--no-latency",
+            "--runs", "1", "--ms", "300", "--work-ns", "0"])
+        jobs = count(err, "jobs")
+        part = {"producers": 0, "workers": 0, "sink": 0}
+        for c in threads:
+            if "bp_submit'pb_submit_held" in c:
+                part["producers"] += (c["bp_submit'pb_submit_held"] -
+                                      c.get("bpi_wait_loop'bp_submit", 0))
+            if "bpi_worker_main'start_thread" in c:
+                part["workers"] += (
+                    c["bpi_worker_main'start_thread"] -
+                    c.get("bpi_wait_loop'bpi_worker_main", 0) -
+                    c.get("pb_stage_process'bpi_worker_main", 0))
+            if "bpi_sink_main'start_thread" in c:
+                part["sink"] += (c["bpi_sink_main'start_thread"] -
+                                 c.get("bpi_wait_loop'bpi_sink_main", 0) -
+                                 c.get("pb_sink'deliver", 0))
+        threads, err = profile(tmp, "ring", [
+            bench, "ring", "--points", "1x1", "--batches", "32",
+            "--queues", "batchpipe", "--runs", "1", "--ms", "300",
+            "--no-single"])
+        items = count(err, "items")
+        enq = sum(c.get("bp_ring_enqueue_burst'bench_bp_enqueue", 0)
+                  for c in threads)
+        deq = sum(c.get("bp_ring_dequeue_burst'bench_bp_dequeue", 0)
+                  for c in threads)
+    total = sum(part.values())
+    print("Instructions (valgrind callgrind), B=32")
+    print(f"pipeline, 2P/2W unordered, {jobs} jobs: {total / jobs:.1f} "
+          "per job = " + ", ".join(f"{k} {v / jobs:.1f}"
+                                   for k, v in part.items()))
+    print(f"ring 1x1, {items} items: {(enq + deq) / items:.1f} per item "
+          f"= enqueue {enq / items:.1f}, dequeue {deq / items:.1f}")
+    if jobs == 0 or items == 0 or total == 0 or enq + deq == 0:
+        sys.exit("a count is zero: the profiles did not match")
+
+
+if __name__ == "__main__":
+    main()
