@@ -180,6 +180,13 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	if (rc)
 		goto fail;
 	bp_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
+	/*
+	 * Idle workers are interchangeable: a publication wakes one, and a
+	 * worker that leaves ready jobs behind wakes the next (take_batch).
+	 * Waking them all made a herd: with 16 sleeping workers on 2 cores
+	 * every batch woke 16 threads and 15 went back to sleep.
+	 */
+	bp_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
 	bp_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
 	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
 				       BP_FALSE_SHARING);

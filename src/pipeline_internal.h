@@ -57,6 +57,7 @@ struct bp_worker {
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
 	const struct live_cfg *cfg; /* valid during one pass */
 	bool cancel_called;
+	bool pass_on; /* back from an idle wait on ingress: see take_batch */
 
 	pthread_t thread;
 	bool thread_started;

@@ -523,7 +523,7 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 	publish(r, pos, items, (unsigned)k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, (unsigned)k);
-	bp_waitq_wake_all(&r->not_empty);
+	bp_waitq_wake(&r->not_empty);
 	return k;
 }
 
@@ -722,7 +722,7 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
 	if (k > 0)
-		bp_waitq_wake_all(&r->not_full);
+		bp_waitq_wake(&r->not_full);
 	return k;
 }
 
@@ -929,7 +929,7 @@ int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
 		return 0;
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, zc->pos, zc->count);
-	bp_waitq_wake_all(&r->not_empty);
+	bp_waitq_wake(&r->not_empty);
 	zc->count = 0;
 	zc->put = 0;
 	return 0;
@@ -978,7 +978,7 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 	/* release: our in-place reads before any producer's overwrite (2) */
 	atomic_store_explicit(&r->cons_head, (zc->pos + m) << 1,
 			      memory_order_release);
-	bp_waitq_wake_all(&r->not_full);
+	bp_waitq_wake(&r->not_full);
 	zc->count = 0;
 	return 0;
 }
@@ -1012,5 +1012,5 @@ void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 	publish(r, pos, items, k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, k);
-	bp_waitq_wake_all(&r->not_empty);
+	bp_waitq_wake(&r->not_empty);
 }

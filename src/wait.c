@@ -23,6 +23,16 @@
  * skips the system call: while woken threads are on their way, later
  * publications cost no syscall each.
  *
+ * A wake-one queue (a pool of workers) disarms and bumps the word the same
+ * way but wakes one sleeper: sleepers on their way see the change and
+ * re-check; those already asleep stay asleep, since one thread can take
+ * what was published. Nothing is lost: every sleeper still asleep
+ * re-checked after arming, and a disarmed word means a woken thread is on
+ * its way to re-check (and to arm again if it finds nothing). For
+ * parallelism the woken thread, once it has taken its work, arms the word
+ * again for the sleepers left and, if it leaves work behind, wakes one of
+ * them (bp_waitq_pass_on).
+ *
  * Why a sleeper that arms after a waker's check cannot be lost: the waker's
  * load of seq did not see the arming, so the membarrier's barrier point in
  * the waker lies after that load, hence after the waker's publication,
@@ -95,11 +105,17 @@ void bp_waitq_set_waker_fences(struct bp_waitq *q)
 	q->waker_fences = 1;
 }
 
+void bp_waitq_set_wake_one(struct bp_waitq *q)
+{
+	q->wake_one = 1;
+}
+
 void bp_waitq_init(struct bp_waitq *q)
 {
 	atomic_init(&q->seq, 0);
 	atomic_init(&q->sleepers, 0);
 	q->waker_fences = 0;
+	q->wake_one = 0;
 	bpi_wait_global_init();
 }
 
@@ -183,13 +199,62 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 	 * sleeper that reads the new word sees what was published.
 	 */
 	do {
-		if (!(s & 1))
-			return; /* every sleeper has been woken already */
+		/*
+		 * Disarmed: every sleeper has been woken already; not so on a
+		 * wake-one queue, whose wakes disarm it with sleepers left.
+		 */
+		if (!(s & 1) && !q->wake_one)
+			return;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
 		memory_order_relaxed));
 	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
 		NULL, NULL, 0);
+}
+
+void bp_waitq_wake_one_slow(struct bp_waitq *q)
+{
+	uint32_t s;
+
+	/* order the caller's publication before the load, as the fast path */
+	if (bp_waitq_need_fence_ || q->waker_fences)
+		bp_full_fence_();
+	else
+		atomic_signal_fence(memory_order_seq_cst);
+	/* relaxed: the compare-and-swap below decides */
+	s = atomic_load_explicit(&q->seq, memory_order_relaxed);
+
+	/*
+	 * Disarm and bump, as wake_all, but wake one: later publications
+	 * make no system call until a sleeper arms again, which the woken
+	 * one does if it finds nothing. Sleepers left asleep are reached by
+	 * bp_waitq_pass_on() from the woken one. release: as wake_all.
+	 */
+	do {
+		if (!(s & 1))
+			return; /* a woken sleeper is on its way */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
+		memory_order_relaxed));
+	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL,
+		NULL, 0);
+}
+
+void bp_waitq_pass_on(struct bp_waitq *q, int more)
+{
+	/* relaxed: a hint; nothing is lost if it is stale (see the top) */
+	if (!atomic_load_explicit(&q->sleepers, memory_order_relaxed))
+		return;
+	/*
+	 * Re-arm for the sleepers left: the wake that disarmed the word was
+	 * for this thread, which has now taken its work, so the next
+	 * publication must wake another. relaxed: a publication that misses
+	 * it is taken by this thread, which loops while it finds work.
+	 */
+	atomic_fetch_or_explicit(&q->seq, 1, memory_order_relaxed);
+	if (more)
+		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
+			NULL, NULL, 0);
 }
 
 /*

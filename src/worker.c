@@ -117,6 +117,23 @@ static void note_batch(struct bp_worker *w, unsigned n)
 	stat_add(&w->st_batch_hist[b], 1);
 }
 
+/*
+ * Ingress wakes one idle worker per publication (a wake-one queue), and
+ * the wake disarms it. A worker back from an idle wait that takes jobs
+ * arms it again for the workers still asleep, and if it sees more ready,
+ * wakes one of them, once per wait: a burst fans out to as many workers as
+ * it keeps busy, one wake-up each, and a saturated pipeline makes no system
+ * calls. No job waits on this: the woken worker keeps taking while it
+ * finds jobs.
+ */
+static inline void pass_wake_on(struct bp_worker *w)
+{
+	struct bp_ring *in = w->p->ingress;
+
+	w->pass_on = false;
+	bp_waitq_pass_on(bpi_ring_not_empty(in), bpi_ring_ready(in));
+}
+
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
 static int take_batch(struct bp_worker *w)
 {
@@ -130,6 +147,8 @@ static int take_batch(struct bp_worker *w)
 	n = bp_ring_dequeue_burst(p->ingress, (void **)w->buf, want, NULL);
 	if (n <= 0)
 		return n;
+	if (w->pass_on)
+		pass_wake_on(w);
 	w->taken += (uint64_t)n;
 	note_batch(w, (unsigned)n);
 	/*
@@ -187,6 +206,7 @@ static void idle(struct bp_worker *w, bool eos)
 	urcu_qsbr_thread_offline();
 	bpi_wait_loop(&pol, q, ready, w, -1);
 	urcu_qsbr_thread_online();
+	w->pass_on = ready == worker_has_work;
 }
 static int go_said(void *arg)
 {

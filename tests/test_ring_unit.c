@@ -1201,6 +1201,97 @@ static void test_waitq(void **state)
 	assert_true(lib >= t0 && lib - t0 < 1000 * MS);
 }
 
+/* ------------------------------------------------------- wake-one queue */
+
+#define W1_THREADS 4
+
+struct w1 {
+	struct bp_waitq q;
+	atomic_int tokens, taken, woke, stop;
+};
+
+/* Take a token if there is one, else sleep on the queue until there is. */
+static void *w1_main(void *arg)
+{
+	struct w1 *s = arg;
+
+	while (!atomic_load(&s->stop)) {
+		int t = atomic_load(&s->tokens);
+
+		if (t > 0 && atomic_compare_exchange_strong(&s->tokens, &t,
+							    t - 1)) {
+			atomic_fetch_add(&s->taken, 1);
+			bp_waitq_pass_on(&s->q, atomic_load(&s->tokens) > 0);
+			continue;
+		}
+		uint32_t key = bp_waitq_prepare(&s->q);
+
+		if (atomic_load(&s->tokens) > 0 || atomic_load(&s->stop)) {
+			bp_waitq_cancel(&s->q);
+			continue;
+		}
+		bp_waitq_sleep(&s->q, key, -1);
+		bp_waitq_cancel(&s->q);
+		atomic_fetch_add(&s->woke, 1);
+	}
+	return NULL;
+}
+
+static void w1_settle(struct w1 *s)
+{
+	/* every thread announced, then time to get into the kernel */
+	while (atomic_load(&s->q.sleepers) != W1_THREADS)
+		bpt_sleep_ms(1);
+	bpt_sleep_ms(100);
+}
+
+/*
+ * A wake-one queue: one publication wakes one of four sleepers, not all;
+ * pass_on wakes more while tokens are left; a wake of all reaches every
+ * sleeper even when a wake-one left the word disarmed (the state while the
+ * thread it woke is busy), which is how close() ends a pool of workers.
+ */
+static void test_waitq_wake_one(void **state)
+{
+	struct w1 *s = calloc(1, sizeof(*s));
+	pthread_t t[W1_THREADS];
+
+	(void)state;
+	assert_non_null(s);
+	bp_waitq_init(&s->q);
+	bp_waitq_set_wake_one(&s->q);
+	bpt_watchdog_arm(BPT_TSAN ? 600 : 90, "test_waitq_wake_one");
+	for (int i = 0; i < W1_THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, w1_main, s), 0);
+	w1_settle(s);
+
+	atomic_store(&s->tokens, 1);
+	bp_waitq_wake(&s->q);
+	while (atomic_load(&s->taken) != 1)
+		bpt_sleep_ms(1);
+	w1_settle(s);
+	/* one woken (a spurious futex wake-up could add one, never three) */
+	assert_in_range(atomic_load(&s->woke), 1, 2);
+
+	/* many tokens, one wake: the woken thread takes or passes them on */
+	atomic_store(&s->tokens, 100);
+	bp_waitq_wake(&s->q);
+	while (atomic_load(&s->taken) != 101)
+		bpt_sleep_ms(1);
+	w1_settle(s);
+
+	/* disarmed with everyone asleep: wake_all must still reach them */
+	atomic_fetch_and(&s->q.seq, ~1u);
+	atomic_store(&s->stop, 1);
+	bp_waitq_wake_all(&s->q);
+	for (int i = 0; i < W1_THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(atomic_load(&s->tokens), 0);
+	free(s);
+	bpt_watchdog_arm(BPT_TSAN ? 600 : 90,
+			 "test_ring_unit (see the last RUN line)");
+}
+
 /* One entry per ring mode; the mode reaches the test as its state. */
 // clang-format off
 #define MODE_TESTS(f)                                                 \
@@ -1239,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_wait_policy),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_waitq),
+		cmocka_unit_test(test_waitq_wake_one),
 		cmocka_unit_test(test_strerror_extremes), /* keep last */
 	};
 

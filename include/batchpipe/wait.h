@@ -82,6 +82,12 @@ struct bp_waitq {
 	 * before use with bp_waitq_set_waker_fences()).
 	 */
 	uint32_t waker_fences;
+	/*
+	 * 0 (default): bp_waitq_wake() wakes every sleeper. 1: at most one,
+	 * for sleepers that are interchangeable (a pool of workers, where
+	 * waking them all is a herd); set with bp_waitq_set_wake_one().
+	 */
+	uint32_t wake_one;
 };
 
 void bp_waitq_init(struct bp_waitq *q);
@@ -93,6 +99,13 @@ void bp_waitq_init(struct bp_waitq *q);
  * often, e.g. more workers than cores. Call before q is used.
  */
 void bp_waitq_set_waker_fences(struct bp_waitq *q);
+
+/*
+ * Make bp_waitq_wake() wake at most one sleeper of q: for sleepers that
+ * wait for the same thing and any one of them can take it. The one woken
+ * calls bp_waitq_pass_on() once it has taken work. Call before q is used.
+ */
+void bp_waitq_set_wake_one(struct bp_waitq *q);
 
 /*
  * Sleeper side, in this order:
@@ -107,8 +120,26 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q);
 int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns);
 void bp_waitq_cancel(struct bp_waitq *q);
 
-/* Wake every sleeper that prepared since the last wake (close uses it). */
+/*
+ * Wake every sleeper that prepared since the last wake (close uses it); on
+ * a wake-one queue, every sleeper there is.
+ */
 void bp_waitq_wake_all_slow(struct bp_waitq *q);
+
+/*
+ * Wake one sleeper of an armed queue and disarm it, as
+ * bp_waitq_wake_all_slow does for all. Sleepers that prepared and are not
+ * yet asleep see the word change and re-check.
+ */
+void bp_waitq_wake_one_slow(struct bp_waitq *q);
+
+/*
+ * On a wake-one queue, from a thread back from a wait once it has taken
+ * work: arm the queue again for the sleepers left (the wake it got
+ * disarmed it), and if `more` (it leaves work behind) wake one of them.
+ * Once per wait, not per item: the wake is a system call.
+ */
+void bp_waitq_pass_on(struct bp_waitq *q, int more);
 
 /* Non-zero when the waker must issue a full fence itself (no membarrier). */
 extern int bp_waitq_need_fence_;
@@ -145,13 +176,31 @@ static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 	return atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0;
 }
 
-/* Wake every sleeper if there is one: the usual call after publishing. */
+/* Wake every sleeper if there is one (on any queue, wake-one or not). */
 static inline void bp_waitq_wake_all(struct bp_waitq *q)
 {
 	/* relaxed: the slow path re-reads seq with a compare-and-swap */
 	if (bp_waitq_has_sleepers(q) &&
-	    (atomic_load_explicit(&q->seq, memory_order_relaxed) & 1))
+	    ((atomic_load_explicit(&q->seq, memory_order_relaxed) & 1) ||
+	     q->wake_one))
 		bp_waitq_wake_all_slow(q);
+}
+
+/*
+ * Wake as the queue says: every sleeper, or on a wake-one queue one of
+ * them. Either way, once woken a queue makes no more system calls until a
+ * sleeper arms it again. The usual call after publishing.
+ */
+static inline void bp_waitq_wake(struct bp_waitq *q)
+{
+	/* relaxed: the slow path re-reads seq with a compare-and-swap */
+	if (bp_waitq_has_sleepers(q) &&
+	    (atomic_load_explicit(&q->seq, memory_order_relaxed) & 1)) {
+		if (q->wake_one)
+			bp_waitq_wake_one_slow(q);
+		else
+			bp_waitq_wake_all_slow(q);
+	}
 }
 
 /* CLOCK_MONOTONIC now, in nanoseconds. */
