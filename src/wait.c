@@ -39,6 +39,7 @@
  * which the sleeper's re-check (after the membarrier) therefore sees.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -180,7 +181,16 @@ int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
 	return 0; /* spurious: the caller re-checks */
 }
 
-void bp_waitq_wake_all_slow(struct bp_waitq *q)
+/*
+ * Disarm and bump the word in one step, then wake up to n sleepers. A
+ * sleeper that arms after this sees the publication that preceded the call
+ * (membarrier argument at the top) or is seen by the next waker. A word
+ * found disarmed means nobody needs waking: every sleeper was woken since
+ * it armed, or on a wake-one queue a woken one is on its way; `always`
+ * wakes anyway (a wake of all on a wake-one queue, whose sleepers may
+ * still be asleep under a disarmed word).
+ */
+static void wake(struct bp_waitq *q, int n, bool always)
 {
 	uint32_t s;
 
@@ -191,53 +201,30 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 		atomic_signal_fence(memory_order_seq_cst);
 	/* relaxed: the compare-and-swap below decides */
 	s = atomic_load_explicit(&q->seq, memory_order_relaxed);
-
-	/*
-	 * Disarm and bump in one step. A sleeper that arms after it sees the
-	 * publication that preceded this call (membarrier argument in the
-	 * comment at the top) or is seen by the next waker. release: a
-	 * sleeper that reads the new word sees what was published.
-	 */
+	/* release: a sleeper that reads the new word sees the publication */
 	do {
-		/*
-		 * Disarmed: every sleeper has been woken already; not so on a
-		 * wake-one queue, whose wakes disarm it with sleepers left.
-		 */
-		if (!(s & 1) && !q->wake_one)
+		if (!(s & 1) && !always)
 			return;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
 		memory_order_relaxed));
-	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
-		NULL, NULL, 0);
+	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL,
+		NULL, 0);
 }
 
+void bp_waitq_wake_all_slow(struct bp_waitq *q)
+{
+	wake(q, INT_MAX, q->wake_one);
+}
+
+/*
+ * Later publications make no system call until a sleeper arms again, which
+ * the woken one does if it finds nothing; the sleepers left asleep are
+ * reached through bp_waitq_pass_on() from the woken one.
+ */
 void bp_waitq_wake_one_slow(struct bp_waitq *q)
 {
-	uint32_t s;
-
-	/* order the caller's publication before the load, as the fast path */
-	if (bp_waitq_need_fence_ || q->waker_fences)
-		bp_full_fence_();
-	else
-		atomic_signal_fence(memory_order_seq_cst);
-	/* relaxed: the compare-and-swap below decides */
-	s = atomic_load_explicit(&q->seq, memory_order_relaxed);
-
-	/*
-	 * Disarm and bump, as wake_all, but wake one: later publications
-	 * make no system call until a sleeper arms again, which the woken
-	 * one does if it finds nothing. Sleepers left asleep are reached by
-	 * bp_waitq_pass_on() from the woken one. release: as wake_all.
-	 */
-	do {
-		if (!(s & 1))
-			return; /* a woken sleeper is on its way */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
-		memory_order_relaxed));
-	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL,
-		NULL, 0);
+	wake(q, 1, false);
 }
 
 void bp_waitq_pass_on(struct bp_waitq *q, int more)
