@@ -109,6 +109,7 @@ void bp_waitq_set_waker_fences(struct bp_waitq *q)
 void bp_waitq_set_wake_one(struct bp_waitq *q)
 {
 	q->wake_one = 1;
+	q->waker_fences = 1; /* pass_on's arming has no membarrier */
 }
 
 void bp_waitq_init(struct bp_waitq *q)
@@ -227,7 +228,7 @@ void bp_waitq_wake_one_slow(struct bp_waitq *q)
 	wake(q, 1, false);
 }
 
-void bp_waitq_pass_on(struct bp_waitq *q, int more)
+void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
 {
 	/* relaxed: a hint; nothing is lost if it is stale (see the top) */
 	if (!atomic_load_explicit(&q->sleepers, memory_order_relaxed))
@@ -235,17 +236,18 @@ void bp_waitq_pass_on(struct bp_waitq *q, int more)
 	/*
 	 * Re-arm for the sleepers left: the wake that disarmed the word was
 	 * for this thread, which has now taken its work, so the next
-	 * publication must wake another. relaxed: a publication that misses
-	 * it is taken by this thread, which loops while it finds work.
+	 * publication must wake another. seq_cst: as in prepare, the arming
+	 * comes before the look at the work (more) against the wakers' fence:
+	 * a publication either sees the word armed or is seen by more().
 	 */
-	atomic_fetch_or_explicit(&q->seq, 1, memory_order_relaxed);
-	if (more)
+	atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst);
+	if (more(arg))
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
 			NULL, NULL, 0);
 }
 
 /*
- * Spin (pause, yielding every 64 tries), then yield a few more times, then
+ * Spin (pause, yielding every 16 tries), then yield a few more times, then
  * sleep: spinning catches the common case of a short gap at the price of
  * CPU, sleeping makes idle free. Busy-poll spins the same way forever.
  */
@@ -264,7 +266,7 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 			if (rc)
 				return rc;
 			bp_cpu_relax();
-			if ((i & 63) != 0)
+			if ((i & 15) != 0)
 				continue;
 			int64_t t = bp_now_ns();
 			if (deadline >= 0 && t >= deadline)
@@ -272,10 +274,12 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 			if (!busy && t >= spin_end)
 				break;
 			/*
-			 * Both spinning strategies yield every 64 tries: with
+			 * Both spinning strategies yield every 16 tries: with
 			 * more threads than cores, the thread we wait for may
 			 * need this CPU (a spin that never yields holds it for
-			 * its whole time slice).
+			 * its whole time slice). Every 64 measured worse: the
+			 * low-load p50 of 1 producer, 1 worker and the sink on
+			 * 2 cores, busy-poll, was 5.3-6.5 us against 3.7-4.0.
 			 */
 			sched_yield();
 		}

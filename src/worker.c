@@ -126,12 +126,17 @@ static void note_batch(struct bp_worker *w, unsigned n)
  * calls. No job waits on this: the woken worker keeps taking while it
  * finds jobs.
  */
+static int ingress_ready(void *arg)
+{
+	return bpi_ring_ready(arg);
+}
+
 static inline void pass_wake_on(struct bp_worker *w)
 {
 	struct bp_ring *in = w->p->ingress;
 
 	w->pass_on = false;
-	bp_waitq_pass_on(bpi_ring_not_empty(in), bpi_ring_ready(in));
+	bp_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
 }
 
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
@@ -276,10 +281,19 @@ void *bpi_worker_main(void *arg)
 		if (!eos) {
 			int n = take_batch(w);
 
-			if (n > 0)
+			if (n > 0) {
 				progress++;
-			else if (n == -EPIPE)
+			} else if (n == -EPIPE) {
 				eos = true;
+				/*
+				 * Pass the end of the stream on: ingress wakes
+				 * one worker per publication, so the last
+				 * publication after close may have woken only
+				 * this one while others sleep.
+				 */
+				bp_waitq_wake_all_slow(
+					bpi_ring_not_empty(p->ingress));
+			}
 		}
 		if (pending(w))
 			progress += hand_off(w);

@@ -1210,6 +1210,13 @@ struct w1 {
 	atomic_int tokens, taken, woke, stop;
 };
 
+static int w1_more(void *arg)
+{
+	struct w1 *s = arg;
+
+	return atomic_load(&s->tokens) > 0;
+}
+
 /* Take a token if there is one, else sleep on the queue until there is. */
 static void *w1_main(void *arg)
 {
@@ -1221,7 +1228,7 @@ static void *w1_main(void *arg)
 		if (t > 0 && atomic_compare_exchange_strong(&s->tokens, &t,
 							    t - 1)) {
 			atomic_fetch_add(&s->taken, 1);
-			bp_waitq_pass_on(&s->q, atomic_load(&s->tokens) > 0);
+			bp_waitq_pass_on(&s->q, w1_more, s);
 			continue;
 		}
 		uint32_t key = bp_waitq_prepare(&s->q);

@@ -52,7 +52,7 @@ enum bp_wait_strategy {
 /* Tuning of a wait; bp_wait_policy_init() fills the defaults. */
 struct bp_wait_policy {
 	enum bp_wait_strategy strategy;
-	uint32_t spin_ns; /* SPIN_SLEEP: how long to spin (yielding every 64
+	uint32_t spin_ns; /* SPIN_SLEEP: how long to spin (yielding every 16
 			     tries) (default 20000) */
 	uint32_t yields;  /* SPIN_SLEEP: sched_yield() calls before sleeping
 			     (default 8) */
@@ -103,7 +103,9 @@ void bp_waitq_set_waker_fences(struct bp_waitq *q);
 /*
  * Make bp_waitq_wake() wake at most one sleeper of q: for sleepers that
  * wait for the same thing and any one of them can take it. The one woken
- * calls bp_waitq_pass_on() once it has taken work. Call before q is used.
+ * calls bp_waitq_pass_on() once it has taken work. Implies waker fences
+ * (bp_waitq_set_waker_fences): pass_on arms the word without a membarrier.
+ * Call before q is used.
  */
 void bp_waitq_set_wake_one(struct bp_waitq *q);
 
@@ -136,10 +138,10 @@ void bp_waitq_wake_one_slow(struct bp_waitq *q);
 /*
  * On a wake-one queue, from a thread back from a wait once it has taken
  * work: arm the queue again for the sleepers left (the wake it got
- * disarmed it), and if `more` (it leaves work behind) wake one of them.
- * Once per wait, not per item: the wake is a system call.
+ * disarmed it), then if more(arg) says work is left behind, wake one of
+ * them. Once per wait, not per item: the wake is a system call.
  */
-void bp_waitq_pass_on(struct bp_waitq *q, int more);
+void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg);
 
 /* Non-zero when the waker must issue a full fence itself (no membarrier). */
 extern int bp_waitq_need_fence_;

@@ -30,6 +30,7 @@
 #include <batchpipe/batchpipe.h>
 
 #include "src/pipeline_internal.h" /* bpi_lat_bucket */
+#include "src/ring_internal.h"	   /* test_drain_last_publication */
 
 #include "pt_common.h"
 
@@ -1021,6 +1022,70 @@ static void test_destroy_running_drains(void **unused)
 	free(s);
 }
 
+struct drain_arg {
+	struct bp_pipeline *p;
+	atomic_int done;
+};
+
+static void *drain_thread(void *arg)
+{
+	struct drain_arg *d = arg;
+
+	bp_pipeline_drain(d->p);
+	atomic_store(&d->done, 1);
+	return NULL;
+}
+
+/*
+ * The ingress wakes one sleeping worker per publication. Here the last
+ * publication comes after the drain closed the ring (a producer reserved
+ * its slot before the close and published after it, as a preempted
+ * bp_submit does): the woken worker must pass the end of the stream on to
+ * the workers still asleep, or the drain never joins them.
+ */
+static void test_drain_last_publication(void **unused)
+{
+	struct sinkc *s = sinkc_new();
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	struct drain_arg d;
+	struct tjob j;
+	struct bp_job *a[1] = {&j.hdr};
+	pthread_t t;
+	uint64_t pos;
+
+	(void)unused;
+	tjobs_init(&j, 1);
+	base_config(&c, s);
+	c.workers = 4;
+	c.worker_wait.strategy = BP_WAIT_SLEEP;
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	pt_sleep_ns(50000000); /* the workers go to sleep */
+	/* bp_submit's first half: reserve the slot and stamp the job */
+	assert_int_equal(bpi_ring_reserve_burst(p->ingress, 1, &pos), 1);
+	j.hdr.seq = pos & SEQ_MASK;
+	j.hdr.submit_ns = bp_now_ns();
+	j.hdr.status = BP_JOB_OK;
+	d.p = p;
+	atomic_init(&d.done, 0);
+	assert_int_equal(pthread_create(&t, NULL, drain_thread, &d), 0);
+	while (!bp_ring_is_closed(p->ingress))
+		pt_sleep_ns(1000000);
+	pt_sleep_ns(50000000); /* woken by the close, asleep again */
+	assert_int_equal(atomic_load(&d.done), 0); /* it waits for the job */
+	bpi_ring_publish(p->ingress, pos, (void *const *)a, 1);
+	pt_watchdog_arm(60, "test_drain_last_publication: drain hangs");
+	assert_int_equal(pthread_join(t, NULL), 0);
+	pt_watchdog_disarm();
+	assert_int_equal(sink_count(s), 1);
+	assert_int_equal(atomic_load(&j.delivered), 1);
+	assert_conservation(p, s);
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+	free(s);
+}
+
 /*
  * An asynchronous stage that never completes a job on its own: only its
  * cancel callback releases them. Abort must reach the jobs in the stage
@@ -1155,20 +1220,6 @@ static void test_abort_cancels(void **unused)
 	bp_pipeline_destroy(p);
 	assert_int_equal(pt_failures(), 0);
 	free(s);
-}
-
-struct drain_arg {
-	struct bp_pipeline *p;
-	atomic_int done;
-};
-
-static void *drain_thread(void *arg)
-{
-	struct drain_arg *d = arg;
-
-	bp_pipeline_drain(d->p);
-	atomic_store(&d->done, 1);
-	return NULL;
 }
 
 /*
@@ -1971,6 +2022,7 @@ int main(void)
 		cmocka_unit_test(test_pinning),
 		cmocka_unit_test(test_live_before_start),
 		cmocka_unit_test(test_destroy_running_drains),
+		cmocka_unit_test(test_drain_last_publication),
 		cmocka_unit_test(test_abort_cancels),
 		cmocka_unit_test(test_abort_escalates_drain),
 		cmocka_unit_test(test_json_checker),
