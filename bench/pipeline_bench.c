@@ -608,9 +608,13 @@ static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 	uint64_t want_total = 0, bad = s->bad;
 	char what[96];
 
-	snprintf(what, sizeof(what), "P=%u W=%u B=%u %s%s%s", run->P, run->W,
-		 run->B, pb_waits[run->wait].name,
-		 run->ordered ? " ordered" : "", run->iters ? " work" : "");
+	if (st)
+		snprintf(what, sizeof(what), "P=%u W=%u B=%u %s%s%s", run->P,
+			 run->W, run->B, pb_waits[run->wait].name,
+			 run->ordered ? " ordered" : "",
+			 run->iters ? " work" : "");
+	else
+		snprintf(what, sizeof(what), "alone B=%u", run->B);
 	for (unsigned p = 0; p < run->P; p++) {
 		struct pb_producer *pr = &run->prod[p];
 

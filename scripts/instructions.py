@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(\S+)")
+LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S+)")
 
 
 def inclusive(path):
@@ -48,6 +48,22 @@ def inclusive(path):
         costs[name] = max(costs.get(name, 0),
                           int(m.group(1).replace(",", "")))
     return costs
+
+
+def root(costs, prefix):
+    """Inclusive cost of the function whose key starts with prefix, or 0."""
+    hits = [v for k, v in costs.items() if k.startswith(prefix)]
+    if len(hits) > 1:
+        sys.exit(f"{prefix}: called from several places; cannot tell")
+    return hits[0] if hits else 0
+
+
+def need(costs, key):
+    """Stop unless the profile has key: with other inlining (another
+    compiler, -O0, LTO) the subtractions below would silently miss."""
+    if key not in costs:
+        sys.exit(f"no {key} in a profile: build with the default "
+                 "options (meson's debugoptimized, gcc)")
 
 
 def profile(tmp, tag, cmd):
@@ -79,19 +95,31 @@ def main():
             "--runs", "1", "--ms", "300", "--work-ns", "0"])
         jobs = count(err, "jobs")
         part = {"producers": 0, "workers": 0, "sink": 0}
+        seen = {"producers": 0, "workers": 0, "sink": 0}
         for c in threads:
-            if "bp_submit'pb_submit_held" in c:
+            if root(c, "bp_submit'pb_submit_held"):
+                seen["producers"] += 1
                 part["producers"] += (c["bp_submit'pb_submit_held"] -
                                       c.get("bpi_wait_loop'bp_submit", 0))
-            if "bpi_worker_main'start_thread" in c:
+            if root(c, "bpi_worker_main'"):
+                seen["workers"] += 1
+                need(c, "pb_stage_process'bpi_worker_main")
+                # the stage's own work out, the library it calls back in
                 part["workers"] += (
-                    c["bpi_worker_main'start_thread"] -
+                    root(c, "bpi_worker_main'") -
                     c.get("bpi_wait_loop'bpi_worker_main", 0) -
-                    c.get("pb_stage_process'bpi_worker_main", 0))
-            if "bpi_sink_main'start_thread" in c:
-                part["sink"] += (c["bpi_sink_main'start_thread"] -
+                    c["pb_stage_process'bpi_worker_main"] +
+                    c.get("bp_worker_complete'pb_stage_process", 0))
+            if root(c, "bpi_sink_main'"):
+                seen["sink"] += 1
+                need(c, "pb_sink'deliver")
+                part["sink"] += (root(c, "bpi_sink_main'") -
                                  c.get("bpi_wait_loop'bpi_sink_main", 0) -
-                                 c.get("pb_sink'deliver", 0))
+                                 c["pb_sink'deliver"])
+        want = {"producers": 2, "workers": 2, "sink": 1}
+        if any(seen[k] < want[k] for k in want):
+            sys.exit(f"threads found per role {seen}, want at least {want}: "
+                     "the profiles do not look like this benchmark's")
         threads, err = profile(tmp, "ring", [
             bench, "ring", "--points", "1x1", "--batches", "32",
             "--queues", "batchpipe", "--runs", "1", "--ms", "300",
@@ -102,14 +130,14 @@ def main():
         deq = sum(c.get("bp_ring_dequeue_burst'bench_bp_dequeue", 0)
                   for c in threads)
     total = sum(part.values())
+    if jobs == 0 or items == 0 or total <= 0 or enq <= 0 or deq <= 0:
+        sys.exit("a count is zero: the profiles did not match")
     print("Instructions (valgrind callgrind), B=32")
     print(f"pipeline, 2P/2W unordered, {jobs} jobs: {total / jobs:.1f} "
           "per job = " + ", ".join(f"{k} {v / jobs:.1f}"
                                    for k, v in part.items()))
     print(f"ring 1x1, {items} items: {(enq + deq) / items:.1f} per item "
           f"= enqueue {enq / items:.1f}, dequeue {deq / items:.1f}")
-    if jobs == 0 or items == 0 or total == 0 or enq + deq == 0:
-        sys.exit("a count is zero: the profiles did not match")
 
 
 if __name__ == "__main__":

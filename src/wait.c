@@ -31,7 +31,9 @@
  * its way to re-check (and to arm again if it finds nothing). For
  * parallelism the woken thread, once it has taken its work, arms the word
  * again for the sleepers left and, if it leaves work behind, wakes one of
- * them (bp_waitq_pass_on).
+ * them (bp_waitq_pass_on). A condition for all sleepers (a closed stream)
+ * must reach all: the thread that finds it wakes them all, since the last
+ * publication before it may have woken that thread alone.
  *
  * Why a sleeper that arms after a waker's check cannot be lost: the waker's
  * load of seq did not see the arming, so the membarrier's barrier point in
@@ -236,11 +238,13 @@ void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
 	/*
 	 * Re-arm for the sleepers left: the wake that disarmed the word was
 	 * for this thread, which has now taken its work, so the next
-	 * publication must wake another. seq_cst: as in prepare, the arming
-	 * comes before the look at the work (more) against the wakers' fence:
-	 * a publication either sees the word armed or is seen by more().
+	 * publication must wake another. As in prepare, the arming comes
+	 * before the look at the work (more), with a full fence between that
+	 * pairs with the wakers' fence: a publication either sees the word
+	 * armed or is seen by more().
 	 */
 	atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst);
+	bp_full_fence_(); /* as prepare: pairs with the wakers' fence */
 	if (more(arg))
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
 			NULL, NULL, 0);

@@ -71,7 +71,8 @@ struct bp_waitq {
 	 * prepares; a wake clears it and adds 2, so it changes the word under
 	 * every sleeper (whose futex wait then fails or is woken). A waker
 	 * that finds the bit clear knows every sleeper was woken since it
-	 * prepared, and makes no system call.
+	 * prepared (on a wake-one queue: that a woken sleeper is on its way),
+	 * and makes no system call.
 	 */
 	_Atomic uint32_t seq;
 	_Atomic uint32_t sleepers; /* threads between prepare and cancel */
@@ -103,9 +104,11 @@ void bp_waitq_set_waker_fences(struct bp_waitq *q);
 /*
  * Make bp_waitq_wake() wake at most one sleeper of q: for sleepers that
  * wait for the same thing and any one of them can take it. The one woken
- * calls bp_waitq_pass_on() once it has taken work. Implies waker fences
- * (bp_waitq_set_waker_fences): pass_on arms the word without a membarrier.
- * Call before q is used.
+ * calls bp_waitq_pass_on() once it has taken work; a woken sleeper that
+ * finds a condition meant for all of them (the end of a stream) must wake
+ * them all itself (bp_waitq_wake_all_slow), since the wake it got may have
+ * been the only one. Implies waker fences (bp_waitq_set_waker_fences):
+ * pass_on arms the word without a membarrier. Call before q is used.
  */
 void bp_waitq_set_wake_one(struct bp_waitq *q);
 

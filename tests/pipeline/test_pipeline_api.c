@@ -1061,7 +1061,7 @@ static void test_drain_last_publication(void **unused)
 	c.worker_wait.strategy = BP_WAIT_SLEEP;
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
-	pt_sleep_ns(50000000); /* the workers go to sleep */
+	pt_watchdog_arm(60, "test_drain_last_publication: drain hangs");
 	/* bp_submit's first half: reserve the slot and stamp the job */
 	assert_int_equal(bpi_ring_reserve_burst(p->ingress, 1, &pos), 1);
 	j.hdr.seq = pos & SEQ_MASK;
@@ -1072,10 +1072,12 @@ static void test_drain_last_publication(void **unused)
 	assert_int_equal(pthread_create(&t, NULL, drain_thread, &d), 0);
 	while (!bp_ring_is_closed(p->ingress))
 		pt_sleep_ns(1000000);
-	pt_sleep_ns(50000000); /* woken by the close, asleep again */
+	/* woken by the close, all four asleep again (they cannot leave) */
+	while (atomic_load(&bpi_ring_not_empty(p->ingress)->sleepers) != 4)
+		pt_sleep_ns(1000000);
+	pt_sleep_ns(20000000); /* from announced to in the kernel */
 	assert_int_equal(atomic_load(&d.done), 0); /* it waits for the job */
 	bpi_ring_publish(p->ingress, pos, (void *const *)a, 1);
-	pt_watchdog_arm(60, "test_drain_last_publication: drain hangs");
 	assert_int_equal(pthread_join(t, NULL), 0);
 	pt_watchdog_disarm();
 	assert_int_equal(sink_count(s), 1);
