@@ -50,7 +50,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <batchpipe/error.h>
 #include <batchpipe/pipeline.h>
@@ -961,6 +964,92 @@ static void *pb_pp_pong(void *arg)
 	return NULL;
 }
 
+/*
+ * The wake-up floor, without the library: after the same idle gap as the
+ * wake-up test, wake a thread blocked in FUTEX_WAIT, which wakes a second
+ * one, which reads the clock: the two wake-ups in a row that a job pays
+ * when both a worker and the sink are asleep. The measuring thread sleeps
+ * through the gap and waits for the end in the kernel too, as the
+ * wake-up test's producer does.
+ */
+struct pb_wf {
+	_Alignas(BENCH_CACHELINE) _Atomic uint32_t w[3]; /* futex words */
+	_Alignas(BENCH_CACHELINE) _Atomic int64_t t_end;
+	atomic_int stop;
+};
+
+static void pb_fx_wait(_Atomic uint32_t *w, uint32_t v)
+{
+	while (atomic_load(w) == v)
+		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void pb_fx_wake(_Atomic uint32_t *w)
+{
+	atomic_fetch_add(w, 1);
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Stage 1 (the "worker") wakes stage 2 (the "sink"), which reads the clock
+ * and wakes the measuring thread. */
+static void *pb_wf_main(void *arg, int stage)
+{
+	struct pb_wf *f = arg;
+
+	for (uint32_t v = 0;; v++) {
+		pb_fx_wait(&f->w[stage - 1], v);
+		if (atomic_load(&f->stop))
+			return NULL;
+		if (stage == 2)
+			atomic_store(&f->t_end, bench_now_ns());
+		pb_fx_wake(&f->w[stage]);
+	}
+}
+
+static void *pb_wf_first(void *arg)
+{
+	return pb_wf_main(arg, 1);
+}
+
+static void *pb_wf_second(void *arg)
+{
+	return pb_wf_main(arg, 2);
+}
+
+static struct pb_lat_result pb_wakefloor_once(const struct pb_opts *o,
+					      int64_t *v, unsigned n)
+{
+	struct pb_wf *f = bench_zalloc(sizeof(*f));
+	struct pb_lat_result res = {NAN, NAN, NAN, NAN, n};
+	pthread_t a, b;
+
+	pb_spawn(&a, pb_wf_first, f, -1);
+	pb_spawn(&b, pb_wf_second, f, -1);
+	for (unsigned i = 0; i < n; i++) {
+		int64_t t0;
+
+		bench_sleep_ns((int64_t)o->wake_gap_us * 1000);
+		atomic_store(&f->t_end, 0);
+		t0 = bench_now_ns();
+		pb_fx_wake(&f->w[0]);
+		pb_fx_wait(&f->w[2], i);
+		v[i] = atomic_load(&f->t_end) - t0;
+		if (v[i] <= 0)
+			bench_die("bpbench pipeline: wake floor: the second "
+				  "thread did not read the clock\n");
+	}
+	atomic_store(&f->stop, 1);
+	pb_fx_wake(&f->w[0]);
+	pb_fx_wake(&f->w[1]);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	free(f);
+	qsort(v, n, sizeof(*v), pb_cmp_i64);
+	res.p50_us = pb_pct(v, n, 0.50) / 1e3;
+	res.p99_us = pb_pct(v, n, 0.99) / 1e3;
+	return res;
+}
+
 /* Cross-core hand-off: one cache line ping-ponged; ns one way. */
 static double pb_handoff_once(const struct pb_opts *o, unsigned rounds)
 {
@@ -1123,6 +1212,7 @@ struct pb_results {
 	double *wake_p50, *wake_p99, *wake_bp50, *wake_bp99;
 	double *idle;
 	double *handoff; /* [run] */
+	double *floor_p50, *floor_p99; /* [run]: bare futex wake-up floor */
 	uint64_t iters;
 	double iters_per_ns;
 };
@@ -1305,8 +1395,9 @@ static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 	 * producer sleeps through the gap: its own wake-up is not measured
 	 * and it leaves the CPUs to the pipeline); idle CPU. Then hand-off.
 	 */
-	enum { T_LAT, T_SAME, T_WAKE, T_IDLE, T_HANDOFF };
-	int order[T_HANDOFF * PB_NWAITS + 1], n;
+	enum { T_LAT, T_SAME, T_WAKE, T_IDLE, T_HANDOFF, T_FLOOR };
+	int order[T_HANDOFF * PB_NWAITS + 2], n;
+	int64_t *fv = bench_zalloc(sizeof(*fv) * o->wake_samples);
 
 	for (int run = 0; run < r->runs; run++) {
 		fprintf(stderr, "bpbench pipeline: latency run %d/%d:", run + 1,
@@ -1316,6 +1407,7 @@ static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 			for (int i = 0; i < o->nwaits; i++)
 				order[n++] = t * PB_NWAITS + o->waits[i];
 		order[n++] = T_HANDOFF * PB_NWAITS;
+		order[n++] = T_FLOOR * PB_NWAITS;
 		bench_shuffle(order, n, &rng);
 		for (int k = 0; k < n; k++) {
 			int task = order[k] / PB_NWAITS,
@@ -1356,6 +1448,12 @@ static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 					pb_idle_once(o, prod, w, o->idle_ms);
 				fprintf(stderr, " idle/%s", pb_waits[w].name);
 				break;
+			case T_FLOOR:
+				lr = pb_wakefloor_once(o, fv, o->wake_samples);
+				r->floor_p50[run] = lr.p50_us;
+				r->floor_p99[run] = lr.p99_us;
+				fprintf(stderr, " wake-floor");
+				break;
 			default:
 				r->handoff[run] = pb_handoff_once(
 					o, o->quick ? 20000 : 100000);
@@ -1365,6 +1463,7 @@ static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 		fprintf(stderr, " (%.1f s)\n",
 			(double)(bench_now_ns() - t_start) / 1e9);
 	}
+	free(fv);
 }
 
 /* ---- reports ------------------------------------------------------------- */
@@ -1546,6 +1645,10 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 		printf("cross-core hand-off (the floor): %.0f ns one way "
 		       "[%.0f-%.0f]\n",
 		       ho, ho_lo, ho_hi);
+		printf("wake-up floor, no library: two futex wake-ups in a row "
+		       "after the same idle\ngap, p50 / p99: %.1f / %.1f us\n",
+		       pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+		       pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
 		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "", "low-load",
 		       "low-load", "low-load", "wake-up", "wake-up", "idle");
 		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "wait", "bench",
@@ -1670,6 +1773,13 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 			printf("5. cross-core hand-off, one way (round trip / "
 			       "2), median: %.0f ns\n",
 			       pb_med(r->handoff, r->runs, 1, 0, NULL, NULL));
+			printf("6. wake-up floor, no library (two futex "
+			       "wake-ups in a row after %u us idle),\n"
+			       "   p50 / p99: %.1f / %.1f us\n",
+			       o->wake_gap_us,
+			       pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+			       pb_med(r->floor_p99, r->runs, 1, 0, NULL,
+				      NULL));
 		}
 	}
 }
@@ -1757,6 +1867,10 @@ static void pb_print_csv(const struct pb_opts *o, const struct pb_results *r)
 	printf("handoff,run,ns_one_way\n");
 	for (int run = 0; run < r->runs; run++)
 		printf("handoff,%d,%.1f\n", run, r->handoff[run]);
+	printf("wakefloor,run,p50_us,p99_us\n");
+	for (int run = 0; run < r->runs; run++)
+		printf("wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
+		       r->floor_p99[run]);
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -1794,7 +1908,7 @@ static void pb_usage(FILE *f)
 		"(default 5000)\n"
 		"  --idle-ms N      idle-CPU window (default 1000; --quick: "
 		"500)\n"
-		"  --no-latency     skip latency, wake-up, idle and hand-off\n"
+		"  --no-latency     skip latency, wake-up, idle, hand-off and the wake floor\n"
 		"  --sweep-only     only workers x batches x waits, unordered: "
 		"no ordered,\n"
 		"                   ring, work or headline points (for "
@@ -1826,7 +1940,7 @@ static void pb_usage(FILE *f)
 		"                   Mjobs_per_s,p50_us,p99_us (p50/p99: "
 		"bp_pipeline_stats of\n"
 		"                   the run), then tagged blocks ring1x1, alone, "
-		"work, latency, handoff\n"
+		"work, latency,\n                   handoff, wakefloor\n"
 		"  --help           this text\n"
 		"Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
 		"its\nverification, 2 bad usage.\n");
@@ -2134,6 +2248,8 @@ int bench_pipeline_main(int argc, char **argv)
 	r->wake_bp99 = pb_nan_array(nw);
 	r->idle = pb_nan_array(nw);
 	r->handoff = pb_nan_array((size_t)r->runs);
+	r->floor_p50 = pb_nan_array((size_t)r->runs);
+	r->floor_p99 = pb_nan_array((size_t)r->runs);
 	if (o.work_ns) {
 		r->iters_per_ns = pb_calibrate();
 		r->iters = (uint64_t)(r->iters_per_ns * o.work_ns + 0.5);
@@ -2187,6 +2303,8 @@ int bench_pipeline_main(int argc, char **argv)
 	free(r->wake_bp99);
 	free(r->idle);
 	free(r->handoff);
+	free(r->floor_p50);
+	free(r->floor_p99);
 	free(r);
 	return 0;
 }
