@@ -41,11 +41,11 @@
  * which the sleeper's re-check (after the membarrier) therefore sees.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
