@@ -1487,6 +1487,57 @@ static const char *pb_target(double v, double target, int at_least)
 	return (at_least ? v >= target : v <= target) ? "meets" : "MISSES";
 }
 
+/* A cell of the workers x batches grids: point i, `width` characters. */
+typedef void pb_cell_fn(const struct pb_results *r, int i, char *buf,
+			size_t len);
+
+static void pb_cell_mjobs(const struct pb_results *r, int i, char *buf,
+			  size_t len)
+{
+	double lo, hi, m = pb_med_pt(r, r->mj, i, &lo, &hi);
+	char range[32];
+
+	snprintf(range, sizeof(range), "[%.1f-%.1f]", lo, hi);
+	snprintf(buf, len, "%7.2f %-13s", m, range);
+}
+
+static void pb_cell_latency(const struct pb_results *r, int i, char *buf,
+			    size_t len)
+{
+	char cell[40];
+
+	snprintf(cell, sizeof(cell), "%.1f / %.1f",
+		 pb_med_pt(r, r->p50, i, NULL, NULL),
+		 pb_med_pt(r, r->p99, i, NULL, NULL));
+	snprintf(buf, len, "%18s", cell);
+}
+
+/* One table per wait strategy: a row per worker count, a column per B. */
+static void pb_print_grid(const struct pb_opts *o, const struct pb_results *r,
+			  int width, pb_cell_fn *cell)
+{
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
+		for (int b = 0; b < o->nbatches; b++)
+			printf("  %*s%-4u", width - 4, "B=", o->batches[b]);
+		printf("\n");
+		for (int wk = 0; wk < o->nworkers; wk++) {
+			printf("%4u", o->workers[wk]);
+			for (int b = 0; b < o->nbatches; b++) {
+				char buf[64];
+
+				cell(r, pb_find(r, PB_PIPE, o->workers[wk],
+						o->batches[b], w, false),
+				     buf, sizeof(buf));
+				printf("  %s", buf);
+			}
+			printf("\n");
+		}
+	}
+}
+
 static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 			   const char *load0, const char *load1)
 {
@@ -1505,54 +1556,11 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 	       "unordered.\n"
 	       "Median M jobs/s end to end (producers' first submit .. drain "
 	       "returned); [min-max]\n");
-	for (int wi = 0; wi < o->nwaits; wi++) {
-		int w = o->waits[wi];
-
-		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
-		for (int b = 0; b < o->nbatches; b++)
-			printf("  %17s%-4u", "B=", o->batches[b]);
-		printf("\n");
-		for (int wk = 0; wk < o->nworkers; wk++) {
-			printf("%4u", o->workers[wk]);
-			for (int b = 0; b < o->nbatches; b++) {
-				int i = pb_find(r, PB_PIPE, o->workers[wk],
-						o->batches[b], w, false);
-				double lo, hi,
-					m = pb_med_pt(r, r->mj, i, &lo, &hi);
-				char range[32];
-
-				snprintf(range, sizeof(range), "[%.1f-%.1f]",
-					 lo, hi);
-				printf("  %7.2f %-13s", m, range);
-			}
-			printf("\n");
-		}
-	}
+	pb_print_grid(o, r, 21, pb_cell_mjobs);
 	printf("\nLatency submit -> sink under that load, from "
 	       "bp_pipeline_stats (bucket\nupper bounds; at saturation this "
 	       "is queueing in the bounded rings):\nmedian p50 / p99, us\n");
-	for (int wi = 0; wi < o->nwaits; wi++) {
-		int w = o->waits[wi];
-
-		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
-		for (int b = 0; b < o->nbatches; b++)
-			printf("  %14s%-4u", "B=", o->batches[b]);
-		printf("\n");
-		for (int wk = 0; wk < o->nworkers; wk++) {
-			printf("%4u", o->workers[wk]);
-			for (int b = 0; b < o->nbatches; b++) {
-				int i = pb_find(r, PB_PIPE, o->workers[wk],
-						o->batches[b], w, false);
-				char cell[40];
-
-				snprintf(cell, sizeof(cell), "%.1f / %.1f",
-					 pb_med_pt(r, r->p50, i, NULL, NULL),
-					 pb_med_pt(r, r->p99, i, NULL, NULL));
-				printf("  %18s", cell);
-			}
-			printf("\n");
-		}
-	}
+	pb_print_grid(o, r, 18, pb_cell_latency);
 
 	printf("\nOrdered vs unordered, %u producers, %u workers, wait %s "
 	       "(cost = 1 - median of per-run ordered/unordered)\n",

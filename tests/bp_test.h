@@ -98,6 +98,9 @@ extern atomic_uint bpt_failures;
 #define bp_test_fail(...) bpt_fail_at(__FILE__, __LINE__, __VA_ARGS__)
 
 static inline void bpt_fail_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline void bpt_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -23,17 +23,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Build-time sanitizer detection. */
-#if defined(__SANITIZE_THREAD__)
-#define PT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PT_TSAN 1
-#endif
-#endif
-#ifndef PT_TSAN
-#define PT_TSAN 0
-#endif
+/*
+ * What the ring tests have already (sanitizer detection, failure
+ * bookkeeping, clock, sleep, environment), under the pipeline tests' names.
+ */
+#include "../bp_test.h"
+
+#define PT_TSAN		 BPT_TSAN
+#define PT_STRESS_SCALE	 BPT_STRESS_SCALE
+#define pt_fail		 bp_test_fail
+#define pt_failures	 bp_test_failures
+#define pt_now_ns	 bpt_now_ns
+#define pt_sleep_ms	 bpt_sleep_ms
+#define pt_env_ulong	 bpt_env_ulong
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PT_ASAN 1
@@ -46,50 +48,11 @@
 #define PT_ASAN 0
 #endif
 
-#ifndef PT_STRESS_SCALE
-#define PT_STRESS_SCALE 1
-#endif
-
 #define PT_SKIP 77
 
-extern atomic_uint pt_failures_;
-
 #define PT_DEFINE_GLOBALS                                                      \
-	atomic_uint pt_failures_;                                              \
+	BPT_DEFINE_GLOBALS;                                                    \
 	char pt_watchdog_msg_[256]
-
-#define pt_fail(...) pt_fail_at(__FILE__, __LINE__, __VA_ARGS__)
-
-static inline void pt_fail_at(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static inline void pt_fail_at(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	/* relaxed: main reads the count after joining every thread */
-	if (atomic_fetch_add_explicit(&pt_failures_, 1, memory_order_relaxed) <
-	    20) {
-		fprintf(stderr, "FAIL %s:%d: ", file, line);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-}
-
-static inline unsigned pt_failures(void)
-{
-	return atomic_load_explicit(&pt_failures_, memory_order_relaxed);
-}
-
-static inline int64_t pt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static inline void pt_sleep_ns(int64_t ns)
 {
@@ -98,30 +61,6 @@ static inline void pt_sleep_ns(int64_t ns)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
-}
-
-static inline void pt_sleep_ms(unsigned ms)
-{
-	pt_sleep_ns((int64_t)ms * 1000000);
-}
-
-/* A positive integer from the environment, else def. */
-static inline unsigned long pt_env_ulong(const char *name, unsigned long def)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s)
-		return def;
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || *end || v == 0) {
-		fprintf(stderr, "ignoring %s=%s (want a positive integer)\n",
-			name, s);
-		return def;
-	}
-	return v;
 }
 
 /*
