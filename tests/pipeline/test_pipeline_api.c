@@ -1170,40 +1170,54 @@ static const struct bp_stage hold_stage = {.name = "hold",
 					   .cancel = hold_cancel,
 					   .fini = hold_fini};
 
+/*
+ * A started pipeline of w workers on the holding stage with n jobs
+ * submitted, once the workers hold max_inflight (infl) jobs each.
+ */
+static struct bp_pipeline *start_holding(struct sinkc *s, struct hold_ctx *hc,
+					 struct tjob *j, struct bp_job **a,
+					 unsigned n, unsigned w, unsigned infl)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	int64_t end;
+
+	atomic_init(&hc->held_total, 0);
+	atomic_init(&hc->cancels, 0);
+	atomic_init(&hc->polls_after_cancel, 0);
+	atomic_init(&hc->fini_bad, 0);
+	tjobs_init(j, n);
+	for (unsigned i = 0; i < n; i++)
+		a[i] = &j[i].hdr;
+	base_config(&c, s);
+	c.stage = &hold_stage;
+	c.stage_ctx = hc;
+	c.workers = w;
+	c.max_batch = 4;
+	c.max_inflight = infl;
+	c.ingress_capacity = 64;
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	assert_int_equal(bp_submit(p, a, n, 0, -1), (int)n);
+	/* the workers fill up to max_inflight each, and stop there */
+	end = pt_now_ns() + 10 * (int64_t)1000000000;
+	while (atomic_load(&hc->held_total) < w * infl && pt_now_ns() < end)
+		pt_sleep_ms(1);
+	return p;
+}
+
 static void test_abort_cancels(void **unused)
 {
 	enum { N = 40, W = 2, INFL = 8 };
 	struct sinkc *s = sinkc_new();
 	struct hold_ctx hc;
-	struct bp_pipeline_config c;
-	struct bp_pipeline *p = NULL;
+	struct bp_pipeline *p;
 	struct bp_pipeline_stats st;
 	struct tjob j[N];
 	struct bp_job *a[N];
-	int64_t end;
 
 	(void)unused;
-	atomic_init(&hc.held_total, 0);
-	atomic_init(&hc.cancels, 0);
-	atomic_init(&hc.polls_after_cancel, 0);
-	atomic_init(&hc.fini_bad, 0);
-	tjobs_init(j, N);
-	for (unsigned i = 0; i < N; i++)
-		a[i] = &j[i].hdr;
-	base_config(&c, s);
-	c.stage = &hold_stage;
-	c.stage_ctx = &hc;
-	c.workers = W;
-	c.max_batch = 4;
-	c.max_inflight = INFL;
-	c.ingress_capacity = 64;
-	assert_int_equal(bp_pipeline_create(&c, &p), 0);
-	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, N, 0, -1), N);
-	/* the workers fill up to max_inflight each, and stop there */
-	end = pt_now_ns() + 10 * (int64_t)1000000000;
-	while (atomic_load(&hc.held_total) < W * INFL && pt_now_ns() < end)
-		pt_sleep_ms(1);
+	p = start_holding(s, &hc, j, a, N, W, INFL);
 	pt_sleep_ms(20);
 	assert_int_equal(atomic_load(&hc.held_total), W * INFL);
 	assert_int_equal(sink_count(s), 0);
@@ -1234,36 +1248,15 @@ static void test_abort_escalates_drain(void **unused)
 	enum { N = 40, W = 2, INFL = 8 };
 	struct sinkc *s = sinkc_new();
 	struct hold_ctx hc;
-	struct bp_pipeline_config c;
-	struct bp_pipeline *p = NULL;
+	struct bp_pipeline *p;
 	struct bp_pipeline_stats st;
 	struct drain_arg d;
 	struct tjob j[N];
 	struct bp_job *a[N];
 	pthread_t t;
-	int64_t end;
 
 	(void)unused;
-	atomic_init(&hc.held_total, 0);
-	atomic_init(&hc.cancels, 0);
-	atomic_init(&hc.polls_after_cancel, 0);
-	atomic_init(&hc.fini_bad, 0);
-	tjobs_init(j, N);
-	for (unsigned i = 0; i < N; i++)
-		a[i] = &j[i].hdr;
-	base_config(&c, s);
-	c.stage = &hold_stage;
-	c.stage_ctx = &hc;
-	c.workers = W;
-	c.max_batch = 4;
-	c.max_inflight = INFL;
-	c.ingress_capacity = 64;
-	assert_int_equal(bp_pipeline_create(&c, &p), 0);
-	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, N, 0, -1), N);
-	end = pt_now_ns() + 10 * (int64_t)1000000000;
-	while (atomic_load(&hc.held_total) < W * INFL && pt_now_ns() < end)
-		pt_sleep_ms(1);
+	p = start_holding(s, &hc, j, a, N, W, INFL);
 
 	d.p = p;
 	atomic_init(&d.done, 0);
