@@ -980,13 +980,15 @@ struct pb_wf {
 
 static void pb_fx_wait(_Atomic uint32_t *w, uint32_t v)
 {
-	while (atomic_load(w) == v)
+	/* acquire: pairs with pb_fx_wake's release (t_end, stop) */
+	while (atomic_load_explicit(w, memory_order_acquire) == v)
 		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
 }
 
 static void pb_fx_wake(_Atomic uint32_t *w)
 {
-	atomic_fetch_add(w, 1);
+	/* release: what the waker wrote before is seen by the woken */
+	atomic_fetch_add_explicit(w, 1, memory_order_release);
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -998,10 +1000,12 @@ static void *pb_wf_main(void *arg, int stage)
 
 	for (uint32_t v = 0;; v++) {
 		pb_fx_wait(&f->w[stage - 1], v);
-		if (atomic_load(&f->stop))
+		/* relaxed: ordered by the futex word's release/acquire */
+		if (atomic_load_explicit(&f->stop, memory_order_relaxed))
 			return NULL;
 		if (stage == 2)
-			atomic_store(&f->t_end, bench_now_ns());
+			atomic_store_explicit(&f->t_end, bench_now_ns(),
+					      memory_order_relaxed);
 		pb_fx_wake(&f->w[stage]);
 	}
 }
@@ -1029,16 +1033,18 @@ static struct pb_lat_result pb_wakefloor_once(const struct pb_opts *o,
 		int64_t t0;
 
 		bench_sleep_ns((int64_t)o->wake_gap_us * 1000);
-		atomic_store(&f->t_end, 0);
+		/* relaxed here and below: the futex words order them */
+		atomic_store_explicit(&f->t_end, 0, memory_order_relaxed);
 		t0 = bench_now_ns();
 		pb_fx_wake(&f->w[0]);
 		pb_fx_wait(&f->w[2], i);
-		v[i] = atomic_load(&f->t_end) - t0;
+		v[i] = atomic_load_explicit(&f->t_end, memory_order_relaxed) -
+		       t0;
 		if (v[i] <= 0)
 			bench_die("bpbench pipeline: wake floor: the second "
 				  "thread did not read the clock\n");
 	}
-	atomic_store(&f->stop, 1);
+	atomic_store_explicit(&f->stop, 1, memory_order_relaxed);
 	pb_fx_wake(&f->w[0]);
 	pb_fx_wake(&f->w[1]);
 	pthread_join(a, NULL);
