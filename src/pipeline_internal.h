@@ -14,26 +14,7 @@
 #include <batchpipe/ring.h>
 
 #include "alloc.h"
-
-/*
- * A statistics counter: written by one thread only, read by anyone. The
- * add is a load and a store, not an atomic read-modify-write (no lock
- * prefix, no contention); relaxed atomics keep concurrent readers defined.
- */
-typedef _Atomic uint64_t bp_counter;
-
-static inline void stat_add(bp_counter *c, uint64_t v)
-{
-	/* relaxed: single writer; readers want a snapshot, nothing ordered */
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
-}
-
-static inline uint64_t stat_get(const bp_counter *c)
-{
-	return atomic_load_explicit(c, memory_order_relaxed);
-}
+#include "counter.h"
 
 /* What workers read each pass through RCU (QSBR): replaced, never changed. */
 struct live_cfg {

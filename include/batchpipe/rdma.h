@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batchpipe/rdma.h - the RDMA stage: pipeline workers that post one-sided
+ * libfabric operations (write, read, write with immediate data) in batches
+ * and reap their completions in batches. Built as its own library,
+ * libbatchpipe-rdma (pkg-config batchpipe-rdma), when meson's rdma option
+ * finds libfabric; the core library never includes libfabric.
+ *
+ * Three objects:
+ *
+ *   struct bp_rdma        the stage. Per worker and rail it owns a libfabric
+ *                         domain, endpoint, completion queue and address
+ *                         vector: nothing on the hot path is shared with
+ *                         another worker. Give bp_rdma_stage(r) and r as the
+ *                         pipeline's stage and stage_ctx.
+ *   struct bp_rdma_node   the passive side: memory exposed to remote peers
+ *                         (one registration and key per client and rail),
+ *                         with a progress thread per rail for providers that
+ *                         need the target to poll (tcp, sockets, shm).
+ *                         bp-target is built on it, and so is a client that
+ *                         is written into.
+ *   struct bp_rdma_conn   a control connection to a bp-target daemon: it
+ *                         hands out the peer description the stage needs.
+ *
+ * A rail stands for one NIC: on a node with several (document 000's 4 per
+ * GPU), rail r of every worker opens the r-th distinct domain the provider
+ * reports; with one NIC (or loopback) the rails are separate domains on it.
+ * Jobs are striped across a worker's rails unless a job names its rail.
+ *
+ * Errors are negative errno values (bp_strerror()); the text of a provider's
+ * error goes to the log callback.
+ */
+#ifndef BATCHPIPE_RDMA_H
+#define BATCHPIPE_RDMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchpipe/job.h>
+#include <batchpipe/pipeline.h>
+#include <batchpipe/stage.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+#define BP_RDMA_MAX_RAILS 8
+#define BP_RDMA_ADDR_MAX  128 /* bytes of a provider's endpoint address */
+
+/* ------------------------------------------------------------------ jobs */
+
+enum bp_rdma_op {
+	BP_RDMA_WRITE = 1,     /* local buf -> remote (fi_write) */
+	BP_RDMA_READ = 2,      /* remote -> local buf (fi_read) */
+	BP_RDMA_WRITEDATA = 3, /* write, plus imm at the target (fi_writedata) */
+};
+
+#define BP_RDMA_ANY_RAIL 0xffu /* the stage picks the rail (striping) */
+
+/*
+ * bp_rdma_job.flags: BP_RDMA_JOB_DELIVERED asks for the completion only once
+ * the data is at the target (FI_DELIVERY_COMPLETE), not merely sent: on
+ * tcp-based providers a plain write completes when it left this process.
+ * Put it on the last write of a transfer whose arrival matters.
+ */
+#define BP_RDMA_JOB_DELIVERED 0x1u
+
+/*
+ * One RMA operation. Embed it (hdr first) in your own job struct, or use it
+ * as is. The stage reads these fields in process and never changes them;
+ * it sets hdr.status before the job reaches the sink: BP_JOB_OK, or
+ *   -EINVAL   unknown op or flag, zero length, NULL buf, unknown peer, or a
+ *             rail out of range
+ *   -ERANGE   offset + len beyond the peer's region
+ *   -EFAULT   buf could not be registered with the provider
+ *   -EHOSTUNREACH the peer's address could not be inserted
+ *   -ECANCELED the pipeline aborted before the operation was posted
+ *   other     the provider's error completion (-err of fi_cq_err_entry), the
+ *             text of which went to the log callback
+ * hdr.op_context is the libfabric operation context while in flight.
+ */
+struct bp_rdma_job {
+	struct bp_job hdr;
+	uint8_t op;	  /* enum bp_rdma_op */
+	uint8_t rail;	  /* BP_RDMA_ANY_RAIL, or 0..rails-1 */
+	uint16_t flags;	  /* BP_RDMA_JOB_DELIVERED, or 0 */
+	uint32_t peer;	  /* from bp_rdma_peer_add */
+	void *buf;	  /* local memory */
+	size_t len;	  /* bytes, > 0 */
+	uint64_t offset;  /* into the peer's region */
+	uint64_t imm;	  /* BP_RDMA_WRITEDATA: the immediate data */
+};
+
+/* Fill a job (the header is left as it is: the pipeline sets it). */
+static inline void bp_rdma_job_set(struct bp_rdma_job *j, enum bp_rdma_op op,
+				   uint32_t peer, void *buf, size_t len,
+				   uint64_t offset)
+{
+	j->op = (uint8_t)op;
+	j->rail = BP_RDMA_ANY_RAIL;
+	j->flags = 0;
+	j->peer = peer;
+	j->buf = buf;
+	j->len = len;
+	j->offset = offset;
+	j->imm = 0;
+}
+
+/* ---------------------------------------------------------------- peers */
+
+/*
+ * What an initiator needs to reach a region of a remote node: per rail the
+ * node's endpoint address, the base to add offsets to (the region's virtual
+ * address, or 0 where the provider addresses by offset) and the remote key.
+ * bp_rdma_region_describe() and bp_rdma_conn_peer() fill one.
+ */
+struct bp_rdma_peer_desc {
+	unsigned rails;
+	uint64_t len; /* region bytes: offset + len must stay within */
+	struct {
+		uint8_t addr[BP_RDMA_ADDR_MAX];
+		uint32_t addrlen;
+		uint64_t base;
+		uint64_t key;
+	} rail[BP_RDMA_MAX_RAILS];
+};
+
+/* -------------------------------------------------------- memory types */
+
+/* Where memory lives: registration passes it to the provider (FI_HMEM). */
+enum bp_rdma_mem_iface {
+	BP_RDMA_MEM_SYSTEM = 0,
+	BP_RDMA_MEM_CUDA = 1, /* needs a provider with FI_HMEM; device id */
+};
+
+struct bp_rdma_mem {
+	enum bp_rdma_mem_iface iface;
+	int device; /* CUDA device ordinal; 0 for system memory */
+};
+
+/* ----------------------------------------------------------- the stage */
+
+/* How a worker with operations in flight waits for their completions. */
+enum bp_rdma_cq_wait {
+	/* poll the completion queue on every worker pass (lowest latency,
+	 * a core per worker) */
+	BP_RDMA_CQ_BUSY = 0,
+	/* poll, and after spin_ns without a completion sleep in short steps
+	 * (growing to sleep_max_ns) between polls; the default */
+	BP_RDMA_CQ_SPIN_SLEEP = 1,
+	/* block on the completion queue's wait object (FI_WAIT_FD + epoll)
+	 * for at most event_timeout_ns; -EOPNOTSUPP at create on providers
+	 * without one (shm) */
+	BP_RDMA_CQ_EVENT = 2,
+};
+
+/* Where workers run. */
+enum bp_rdma_pin {
+	BP_RDMA_PIN_NONE = 0, /* as the pipeline's worker_cpus say */
+	/*
+	 * each worker pins itself to the CPUs local to its rails' NIC (the
+	 * PCI device's local_cpulist in sysfs, found from the provider's
+	 * fi_nic bus attributes); where there is no NIC, to fallback_cpus[i %
+	 * n_fallback_cpus] (or not at all), with a log line
+	 */
+	BP_RDMA_PIN_RAIL_LOCAL = 1,
+};
+
+struct bp_rdma_config {
+	/* "tcp;ofi_rxm", "shm", "verbs;ofi_rxm", "efa", ...; NULL: the first
+	 * provider that offers RDM endpoints with RMA */
+	const char *provider;
+	const char *node;  /* local address to bind, e.g. "127.0.0.1"; NULL */
+	unsigned workers;  /* must equal the pipeline's workers (default 1) */
+	unsigned rails;	   /* endpoints per worker, 1..BP_RDMA_MAX_RAILS (1) */
+	unsigned credits;  /* most operations in flight per rail (64) */
+	unsigned post_batch; /* most operations posted per rail per pass (16) */
+	unsigned reap_batch; /* completions per fi_cq_read (16) */
+	unsigned max_peers;  /* 1..65536 (64) */
+	enum bp_rdma_cq_wait cq_wait;
+	uint64_t spin_ns;	   /* SPIN_SLEEP: poll this long first (50 us) */
+	uint64_t sleep_max_ns;	   /* SPIN_SLEEP: longest sleep (200 us) */
+	uint64_t event_timeout_ns; /* EVENT: longest block (1 ms) */
+	/* open the domains with FI_HMEM, so bp_rdma_register takes device
+	 * memory; -EOPNOTSUPP at create where the provider lacks it */
+	bool hmem;
+	enum bp_rdma_pin pin;
+	const int *fallback_cpus;
+	unsigned n_fallback_cpus;
+	/*
+	 * optional: called on the worker thread for each job just before it
+	 * is posted (e.g. generate the data a write sends). A non-zero return
+	 * (negative errno) fails that job with it, unposted.
+	 */
+	int (*prepare)(void *prepare_ctx, struct bp_rdma_job *job);
+	void *prepare_ctx;
+	void (*log)(void *log_ctx, enum bp_log_level level, const char *msg);
+	void *log_ctx;
+};
+
+struct bp_rdma;
+
+void bp_rdma_config_init(struct bp_rdma_config *c);
+
+/*
+ * Open the provider and, for every worker and rail, a domain, endpoint,
+ * completion queue and address vector (the workers own them once the
+ * pipeline starts). Returns 0 and *out, -EINVAL (a field out of range; the
+ * log says which), -ENOENT (no such provider, or none with RDM + RMA),
+ * -EOPNOTSUPP (cq_wait EVENT where the provider has no wait object), or
+ * the provider's error. Nothing is left open on failure.
+ */
+int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out);
+
+/* The stage table: the pipeline config's stage, with stage_ctx = r. */
+const struct bp_stage *bp_rdma_stage(const struct bp_rdma *r);
+
+/* The provider in use ("tcp;ofi_rxm") and its rail count. */
+const char *bp_rdma_provider(const struct bp_rdma *r);
+unsigned bp_rdma_rails(const struct bp_rdma *r);
+
+/*
+ * Add a remote region; returns its peer id (>= 0) for bp_rdma_job.peer,
+ * -EINVAL (NULL, rails differ from the stage's, an empty address), or
+ * -ENOSPC (max_peers reached). Any thread, any time: workers insert the
+ * address into their own address vectors on first use.
+ */
+int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d);
+
+/*
+ * Register [addr, addr+len) with every worker's domains, for memory that
+ * jobs use again and again (a pool). Jobs may pass any buffer: one that is
+ * not inside a registered range is registered by the worker on first use
+ * and kept in the stage's registration cache (liburcu's rculfhash, read
+ * without locks) until bp_rdma_destroy; such buffers must stay mapped
+ * while the stage lives. mem NULL: system memory. Returns 0, -EINVAL
+ * (NULL, len 0, or unknown iface), -EOPNOTSUPP (the provider has no FI_HMEM
+ * for a device iface), -EBUSY (the pipeline is running: the workers own the
+ * domains; register before bp_pipeline_start), or the provider's error.
+ */
+int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
+		     const struct bp_rdma_mem *mem);
+
+/* Per worker and rail counters, written by that worker only. */
+#define BP_RDMA_REAP_BUCKETS 8 /* completions per read: 0,1,2-3,..,64+ */
+
+struct bp_rdma_rail_stats {
+	uint64_t posted;       /* operations accepted by the provider */
+	uint64_t completed;    /* completions reaped, ok */
+	uint64_t failed;       /* error completions and local failures */
+	uint64_t eagain;       /* -FI_EAGAIN answers from post calls */
+	uint64_t pending_high; /* most jobs waiting in the pending queue */
+	uint64_t cq_reads;     /* fi_cq_read calls */
+	uint64_t cq_empty;     /* fi_cq_read calls that returned nothing */
+	uint64_t reap_hist[BP_RDMA_REAP_BUCKETS]; /* completions per read */
+	uint64_t mr_cache_misses; /* buffers registered on first use */
+};
+
+/* Snapshot of one worker's rail (exact after drain). Returns 0 or -EINVAL. */
+int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
+		       struct bp_rdma_rail_stats *s);
+
+/*
+ * The stage's statistics as one JSON object, {"provider":..,"workers":[
+ * {"rails":[{..}]}]}: snprintf rules (the length needed; truncates).
+ */
+int bp_rdma_stats_json(const struct bp_rdma *r, char *buf, size_t size);
+
+/* Close everything. The pipeline must be destroyed (or never started). */
+void bp_rdma_destroy(struct bp_rdma *r);
+
+/* ------------------------------------------------------ the passive side */
+
+struct bp_rdma_node;
+struct bp_rdma_region;
+
+struct bp_rdma_node_config {
+	const char *provider; /* as bp_rdma_config */
+	const char *node;     /* address to bind ("127.0.0.1"); NULL */
+	unsigned rails;	      /* 1..BP_RDMA_MAX_RAILS (1) */
+	/* a thread per rail polls its completion queue (true, default) */
+	bool progress_threads;
+	/* how an idle progress thread waits: BUSY (lowest latency, a core
+	 * per rail), SPIN_SLEEP (default: spin_ns, then sleeps growing to
+	 * sleep_max_ns) or EVENT (the CQ's wait fd; -EOPNOTSUPP where the
+	 * provider has none) */
+	enum bp_rdma_cq_wait progress_wait;
+	uint64_t spin_ns;      /* 50 us */
+	uint64_t sleep_max_ns; /* 50 us */
+	bool hmem; /* as bp_rdma_config: device memory in expose */
+	/* optional: immediate data of a BP_RDMA_WRITEDATA arrived (on a
+	 * progress thread) */
+	void (*on_data)(void *data_ctx, unsigned rail, uint64_t imm);
+	void *data_ctx;
+	void (*log)(void *log_ctx, enum bp_log_level level, const char *msg);
+	void *log_ctx;
+};
+
+void bp_rdma_node_config_init(struct bp_rdma_node_config *c);
+
+/* Returns 0 and *out, -EINVAL, -ENOENT (provider), or the provider's
+ * error. */
+int bp_rdma_node_create(const struct bp_rdma_node_config *c,
+			struct bp_rdma_node **out);
+
+/*
+ * Expose [addr, addr+len) to remote writes and reads through every rail,
+ * under keys of its own (each client of a daemon gets its own region).
+ * Any thread. Returns 0 and *out, -EINVAL, -EOPNOTSUPP (iface), or the
+ * provider's error.
+ */
+int bp_rdma_node_expose(struct bp_rdma_node *n, void *addr, size_t len,
+			const struct bp_rdma_mem *mem,
+			struct bp_rdma_region **out);
+
+/* What a remote stage needs to reach the region (bp_rdma_peer_add). */
+void bp_rdma_region_describe(const struct bp_rdma_region *reg,
+			     struct bp_rdma_peer_desc *d);
+
+/* Withdraw the region (its keys stop working). NULL is accepted. */
+void bp_rdma_region_close(struct bp_rdma_region *reg);
+
+/*
+ * Without progress threads: poll every rail's completion queue once.
+ * Returns the number of entries reaped, or a negative errno.
+ */
+int bp_rdma_node_progress(struct bp_rdma_node *n);
+
+/* Immediate-data arrivals counted so far (all rails). */
+uint64_t bp_rdma_node_data_count(const struct bp_rdma_node *n);
+
+const char *bp_rdma_node_provider(const struct bp_rdma_node *n);
+
+/* Stop the progress threads, close regions and endpoints. NULL accepted. */
+void bp_rdma_node_destroy(struct bp_rdma_node *n);
+
+/* ------------------------------------------------ talking to bp-target */
+
+struct bp_rdma_conn;
+
+struct bp_rdma_conn_config {
+	const char *host;     /* bp-target's control address ("127.0.0.1") */
+	unsigned port;	      /* its control port */
+	const char *token;    /* shared secret, or NULL (loopback daemons) */
+	const char *provider; /* must match the daemon's; NULL: its own */
+	unsigned rails;	      /* must match the daemon's rail count */
+	uint64_t region_len;  /* bytes of target memory to ask for */
+	int64_t timeout_ns;   /* for each control exchange (default 5 s) */
+	void (*log)(void *log_ctx, enum bp_log_level level, const char *msg);
+	void *log_ctx;
+};
+
+void bp_rdma_conn_config_init(struct bp_rdma_conn_config *c);
+
+/*
+ * Connect to bp-target and get a region of region_len bytes of its memory,
+ * exposed to this client only. Returns 0 and *out, -ECONNREFUSED /
+ * -ETIMEDOUT / -EHOSTUNREACH (the daemon cannot be reached), -EACCES (token
+ * refused), -EPROTO (a malformed answer), -EINVAL (a bad argument, or
+ * provider or rails the daemon does not have: the log says which),
+ * -ENOMEM (the daemon could not allocate the region).
+ */
+int bp_rdma_connect(const struct bp_rdma_conn_config *c,
+		    struct bp_rdma_conn **out);
+
+/* The daemon's region for this client, for bp_rdma_peer_add. */
+void bp_rdma_conn_peer(const struct bp_rdma_conn *conn,
+		       struct bp_rdma_peer_desc *d);
+
+/* The provider the daemon serves (what a stage must open to reach it). */
+const char *bp_rdma_conn_provider(const struct bp_rdma_conn *conn);
+
+/*
+ * Seed 000's random fill: ask the daemon to RDMA-write len bytes of the
+ * page generator's output (bp_rdma_fill_page, seeded with seed) into a
+ * region of ours (d from bp_rdma_region_describe), in pages of page bytes.
+ * Blocks until the daemon says it is done; progress (bytes written so far)
+ * is reported through the optional callback. Returns 0, or the daemon's
+ * error (negative errno), or a connection error.
+ */
+int bp_rdma_conn_fill(struct bp_rdma_conn *conn,
+		      const struct bp_rdma_peer_desc *d, uint64_t len,
+		      uint32_t page, uint64_t seed,
+		      void (*progress)(void *ctx, uint64_t done, uint64_t len),
+		      void *progress_ctx);
+
+/*
+ * Ask the daemon what its region for us holds: a digest (bp_rdma_digest)
+ * of [offset, offset+len), and the immediate data it has received (count and
+ * sum over all clients). Lets a test check writes without reading back.
+ * Returns 0, -ERANGE (outside the region), or a connection error.
+ */
+struct bp_rdma_target_query {
+	uint64_t digest;
+	uint64_t imm_count;
+	uint64_t imm_sum;
+};
+int bp_rdma_conn_query(struct bp_rdma_conn *conn, uint64_t offset,
+		       uint64_t len, struct bp_rdma_target_query *q);
+
+/* Say goodbye and close (the daemon frees this client's region). */
+void bp_rdma_conn_close(struct bp_rdma_conn *conn);
+
+/*
+ * The fill's page generator: the bytes of page number index (page bytes
+ * long, a multiple of 8) under seed. Both sides use it: the daemon to
+ * write, the client to verify.
+ */
+void bp_rdma_fill_page(uint64_t seed, uint64_t index, void *buf, size_t page);
+
+/* A 64-bit digest of len bytes (FNV-1a over 8-byte words, then bytes). */
+uint64_t bp_rdma_digest(const void *buf, size_t len);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATCHPIPE_RDMA_H */

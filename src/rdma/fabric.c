@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening libfabric objects: provider choice, one endpoint with its
+ * domain, completion queue and address vector, memory registration. Cold
+ * path, shared by the stage (one set per worker and rail) and the node.
+ *
+ * Each set gets a fabric and domain of its own, so that the thread that
+ * owns it needs no lock (FI_THREAD_DOMAIN) and shares nothing with the
+ * others: document 000's per-thread ownership.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma_internal.h"
+
+void bpi_rlog(const struct bpi_log *l, enum bp_log_level lvl, const char *fmt,
+	      ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!l || !l->fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l->fn(l->ctx, lvl, msg);
+}
+
+int bpi_fi_err(int fi_rc)
+{
+	int e = fi_rc < 0 ? -fi_rc : fi_rc;
+
+	/* libfabric's own codes above the errno range have no errno twin */
+	if (e == 0)
+		return 0;
+	if (e >= FI_ERRNO_OFFSET)
+		return -EIO;
+	return -e;
+}
+
+/* The mr_mode bits batchpipe can honour; the provider keeps what it needs. */
+#define BPI_MR_MODES                                                          \
+	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |   \
+	 FI_MR_ENDPOINT)
+
+int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
+		    struct fi_info **out)
+{
+	struct fi_info *hints = fi_allocinfo();
+	uint64_t flags = 0;
+	int rc;
+
+	if (!hints)
+		return -ENOMEM;
+	hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE;
+	if (want->passive)
+		hints->caps |= FI_REMOTE_READ | FI_REMOTE_WRITE;
+	if (want->hmem)
+		hints->caps |= FI_HMEM;
+	/* jobs carry room for fi_context2 (bp_job.op_context) */
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = BPI_MR_MODES | (want->hmem ? FI_MR_HMEM : 0);
+	hints->domain_attr->threading =
+		want->thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+	/* progress happens when we poll: no provider thread competes with
+	 * the workers for the cores (sockets' progress thread adds ms) */
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	if (want->provider) {
+		hints->fabric_attr->prov_name = strdup(want->provider);
+		if (!hints->fabric_attr->prov_name) {
+			fi_freeinfo(hints);
+			return -ENOMEM;
+		}
+	}
+	if (want->node)
+		flags |= FI_SOURCE;
+	rc = fi_getinfo(BPI_FI_VERSION, want->node, NULL, flags, hints, out);
+	fi_freeinfo(hints);
+	if (rc == -FI_ENODATA || rc == -FI_ENOSYS) {
+		if (want->hmem)
+			bpi_rlog(l, BP_LOG_ERROR,
+				 "provider '%s' has no FI_HMEM (device memory) "
+				 "with RDM endpoints and RMA",
+				 want->provider ? want->provider : "(any)");
+		else
+			bpi_rlog(l, BP_LOG_ERROR,
+				 "no provider '%s' with RDM endpoints and RMA "
+				 "%s%s(fi_info -l lists the providers)",
+				 want->provider ? want->provider : "(any)",
+				 want->node ? "on " : "",
+				 want->node ? want->node : "");
+		return want->hmem ? -EOPNOTSUPP : -ENOENT;
+	}
+	if (rc) {
+		bpi_rlog(l, BP_LOG_ERROR, "fi_getinfo: %s", fi_strerror(-rc));
+		return bpi_fi_err(rc);
+	}
+	return 0;
+}
+
+struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r)
+{
+	struct fi_info *distinct[BP_RDMA_MAX_RAILS];
+	unsigned n = 0;
+
+	for (struct fi_info *i = list; i && n < BP_RDMA_MAX_RAILS; i = i->next) {
+		bool seen = false;
+
+		if (strcmp(i->fabric_attr->prov_name,
+			   list->fabric_attr->prov_name))
+			continue; /* rails stay on the first provider */
+		for (unsigned k = 0; k < n; k++)
+			if (!strcmp(distinct[k]->domain_attr->name,
+				    i->domain_attr->name))
+				seen = true;
+		if (!seen)
+			distinct[n++] = i;
+	}
+	return distinct[r % n];
+}
+
+static int failed(const struct bpi_log *l, const char *what, int rc)
+{
+	bpi_rlog(l, BP_LOG_ERROR, "%s: %s", what, fi_strerror(rc < 0 ? -rc : rc));
+	return bpi_fi_err(rc);
+}
+
+int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+{
+	struct fi_cq_attr cq_attr = {
+		.size = cq_size,
+		.format = FI_CQ_FORMAT_DATA,
+		.wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE,
+	};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = av_count};
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->cq_fd = -1;
+	f->mr_mode = info->domain_attr->mr_mode;
+	atomic_init(&f->next_key, 1);
+	rc = fi_fabric(info->fabric_attr, &f->fabric, NULL);
+	if (rc)
+		return failed(l, "fi_fabric", rc);
+	rc = fi_domain(f->fabric, info, &f->domain, NULL);
+	if (rc) {
+		rc = failed(l, "fi_domain", rc);
+		goto fail;
+	}
+	rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
+	if (rc) {
+		rc = failed(l, wait_fd ? "fi_cq_open (FI_WAIT_FD)" : "fi_cq_open",
+			    rc);
+		goto fail;
+	}
+	if (wait_fd) {
+		rc = fi_control(&f->cq->fid, FI_GETWAIT, &f->cq_fd);
+		if (rc) {
+			rc = failed(l, "fi_control(FI_GETWAIT)", rc);
+			goto fail;
+		}
+	}
+	rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
+	if (rc) {
+		rc = failed(l, "fi_av_open", rc);
+		goto fail;
+	}
+	rc = fi_endpoint(f->domain, info, &f->ep, NULL);
+	if (rc) {
+		rc = failed(l, "fi_endpoint", rc);
+		goto fail;
+	}
+	rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!rc)
+		rc = fi_ep_bind(f->ep, &f->av->fid, 0);
+	if (rc) {
+		rc = failed(l, "fi_ep_bind", rc);
+		goto fail;
+	}
+	rc = fi_enable(f->ep);
+	if (rc) {
+		rc = failed(l, "fi_enable", rc);
+		goto fail;
+	}
+	return 0;
+fail:
+	bpi_fab_close(f);
+	return rc;
+}
+
+void bpi_fab_close(struct bpi_fab *f)
+{
+	if (f->ep)
+		fi_close(&f->ep->fid);
+	if (f->av)
+		fi_close(&f->av->fid);
+	if (f->cq)
+		fi_close(&f->cq->fid);
+	if (f->domain)
+		fi_close(&f->domain->fid);
+	if (f->fabric)
+		fi_close(&f->fabric->fid);
+	memset(f, 0, sizeof(*f));
+	f->cq_fd = -1;
+}
+
+int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
+		   const struct bp_rdma_mem *mem, const struct bpi_log *l,
+		   struct fid_mr **out)
+{
+	struct iovec iov = {.iov_base = addr, .iov_len = len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = access,
+		/* a key of our own where the provider takes requested keys:
+		 * unique within this domain */
+		/* relaxed: the keys need only be unique */
+		.requested_key = atomic_fetch_add_explicit(
+			&f->next_key, 1, memory_order_relaxed),
+		.iface = FI_HMEM_SYSTEM,
+	};
+	int rc;
+
+	if (mem && mem->iface == BP_RDMA_MEM_CUDA) {
+		attr.iface = FI_HMEM_CUDA;
+		attr.device.cuda = mem->device;
+	}
+	rc = fi_mr_regattr(f->domain, &attr, 0, out);
+	if (rc)
+		return failed(l, "fi_mr_regattr", rc);
+	if (f->mr_mode & FI_MR_ENDPOINT) {
+		rc = fi_mr_bind(*out, &f->ep->fid, 0);
+		if (!rc)
+			rc = fi_mr_enable(*out);
+		if (rc) {
+			fi_close(&(*out)->fid);
+			*out = NULL;
+			return failed(l, "fi_mr_bind/enable", rc);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The passive side: memory that remote stages write and read. One
+ * endpoint per rail, each with a progress thread of its own that polls its
+ * CQ (document 002: the receiving side must scale across cores too, and
+ * manual-progress providers land a remote write only while the target
+ * polls). Regions get their own registration per rail, so every client of
+ * a daemon has its own keys.
+ *
+ * The domains are opened FI_THREAD_SAFE: regions are exposed and
+ * withdrawn by control threads while the progress threads poll. None of
+ * that is the initiator's hot path.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma_internal.h"
+
+struct node_rail {
+	struct bp_rdma_node *n;
+	unsigned index;
+	struct bpi_fab fab;
+	uint8_t addr[BP_RDMA_ADDR_MAX];
+	size_t addrlen;
+	pthread_t thread;
+	bool thread_started;
+};
+
+struct bp_rdma_node {
+	struct bp_rdma_node_config cfg; /* provider, node not kept */
+	struct bpi_log log;
+	struct fi_info *info;
+	char provider[64];
+	bool virt_addr;
+	_Atomic int stop;
+	_Atomic uint64_t data_count;
+	struct node_rail rails[BP_RDMA_MAX_RAILS];
+};
+
+struct bp_rdma_region {
+	struct bp_rdma_node *n;
+	void *addr;
+	size_t len;
+	struct fid_mr *mr[BP_RDMA_MAX_RAILS];
+};
+
+void bp_rdma_node_config_init(struct bp_rdma_node_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->rails = 1;
+	c->progress_threads = true;
+	c->progress_wait = BP_RDMA_CQ_SPIN_SLEEP;
+	c->spin_ns = 50000;
+	c->sleep_max_ns = 50000;
+}
+
+/* Reap one rail once; returns entries reaped or a negative errno. */
+static int rail_progress(struct node_rail *nr)
+{
+	struct bp_rdma_node *n = nr->n;
+	struct fi_cq_data_entry cqe[16];
+	ssize_t got = fi_cq_read(nr->fab.cq, cqe, 16);
+
+	if (got == -FI_EAGAIN)
+		return 0;
+	if (got == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {0};
+		char pbuf[256];
+
+		if (fi_cq_readerr(nr->fab.cq, &err, 0) == 1)
+			bpi_rlog(&n->log, BP_LOG_WARN,
+				 "node rail %u: error completion: %s (%s)",
+				 nr->index, fi_strerror(err.err),
+				 fi_cq_strerror(nr->fab.cq, err.prov_errno,
+						err.err_data, pbuf, sizeof(pbuf)));
+		return 1;
+	}
+	if (got < 0)
+		return bpi_fi_err((int)got);
+	for (ssize_t i = 0; i < got; i++) {
+		if (!(cqe[i].flags & FI_REMOTE_CQ_DATA))
+			continue;
+		/* relaxed: a count read for statistics */
+		atomic_fetch_add_explicit(&n->data_count, 1,
+					  memory_order_relaxed);
+		if (n->cfg.on_data)
+			n->cfg.on_data(n->cfg.data_ctx, nr->index, cqe[i].data);
+	}
+	return (int)got;
+}
+
+static void *rail_main(void *arg)
+{
+	struct node_rail *nr = arg;
+	struct bp_rdma_node *n = nr->n;
+	struct bpi_backoff b;
+	struct fid *fid = &nr->fab.cq->fid;
+
+	bpi_backoff_reset(&b);
+	/* acquire: pairs with destroy's release; nothing else is ordered */
+	while (!atomic_load_explicit(&n->stop, memory_order_acquire)) {
+		if (rail_progress(nr) != 0) {
+			bpi_backoff_reset(&b);
+			continue;
+		}
+		if (n->cfg.progress_wait == BP_RDMA_CQ_SPIN_SLEEP) {
+			bpi_backoff_wait(&b, n->cfg.spin_ns,
+					 n->cfg.sleep_max_ns);
+		} else if (n->cfg.progress_wait == BP_RDMA_CQ_EVENT &&
+			   fi_trywait(nr->fab.fabric, &fid, 1) == FI_SUCCESS) {
+			struct pollfd pfd = {.fd = nr->fab.cq_fd,
+					     .events = POLLIN};
+
+			/* bounded, so that destroy's stop is seen */
+			poll(&pfd, 1, 50);
+		}
+	}
+	return NULL;
+}
+
+static int node_invalid(const struct bp_rdma_node_config *c, const char *what)
+{
+	struct bpi_log l = {c->log, c->log_ctx};
+
+	bpi_rlog(&l, BP_LOG_ERROR, "bp_rdma_node_create: invalid %s", what);
+	return -EINVAL;
+}
+
+int bp_rdma_node_create(const struct bp_rdma_node_config *c,
+			struct bp_rdma_node **out)
+{
+	struct bpi_fab_want want = {0};
+	bool event;
+	struct bp_rdma_node *n;
+	int rc;
+
+	if (!c || !out)
+		return -EINVAL;
+	if (c->rails < 1 || c->rails > BP_RDMA_MAX_RAILS)
+		return node_invalid(c, "rails (1..8)");
+	if (c->progress_wait > BP_RDMA_CQ_EVENT)
+		return node_invalid(c, "progress_wait");
+	if (c->progress_wait == BP_RDMA_CQ_SPIN_SLEEP &&
+	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
+		return node_invalid(c, "sleep_max_ns (1 us .. 1 s)");
+	event = c->progress_wait == BP_RDMA_CQ_EVENT;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->cfg = *c;
+	n->cfg.provider = n->cfg.node = NULL;
+	n->log = (struct bpi_log){c->log, c->log_ctx};
+	want.provider = c->provider;
+	want.node = c->node;
+	want.passive = true;
+	want.thread_safe = true;
+	want.hmem = c->hmem;
+	rc = bpi_fab_getinfo(&want, &n->log, &n->info);
+	if (rc) {
+		free(n);
+		return rc;
+	}
+	snprintf(n->provider, sizeof(n->provider), "%s",
+		 n->info->fabric_attr->prov_name);
+	n->virt_addr = n->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	for (unsigned k = 0; k < c->rails; k++) {
+		struct node_rail *nr = &n->rails[k];
+
+		nr->n = n;
+		nr->index = k;
+		rc = bpi_fab_open(bpi_fab_rail_info(n->info, k), 1024, 16,
+				  event, &n->log, &nr->fab);
+		if (rc) {
+			if (event)
+				bpi_rlog(&n->log, BP_LOG_ERROR,
+					 "bp_rdma_node_create: %s has no "
+					 "completion wait object for EVENT "
+					 "progress",
+					 n->provider);
+			goto fail;
+		}
+		nr->addrlen = sizeof(nr->addr);
+		rc = fi_getname(&nr->fab.ep->fid, nr->addr, &nr->addrlen);
+		if (rc) {
+			bpi_rlog(&n->log, BP_LOG_ERROR, "fi_getname: %s",
+				 fi_strerror(-rc));
+			rc = bpi_fi_err(rc);
+			goto fail;
+		}
+	}
+	if (c->progress_threads) {
+		for (unsigned k = 0; k < c->rails; k++) {
+			sigset_t all, old;
+
+			/* the library's threads take no signals */
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			rc = -pthread_create(&n->rails[k].thread, NULL,
+					     rail_main, &n->rails[k]);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			if (rc)
+				goto fail;
+			n->rails[k].thread_started = true;
+		}
+	}
+	*out = n;
+	return 0;
+fail:
+	bp_rdma_node_destroy(n);
+	return event && rc != -ENOMEM ? -EOPNOTSUPP : rc;
+}
+
+int bp_rdma_node_progress(struct bp_rdma_node *n)
+{
+	int total = 0;
+
+	if (!n || n->cfg.progress_threads)
+		return -EINVAL;
+	for (unsigned k = 0; k < n->cfg.rails; k++) {
+		int rc = rail_progress(&n->rails[k]);
+
+		if (rc < 0)
+			return rc;
+		total += rc;
+	}
+	return total;
+}
+
+uint64_t bp_rdma_node_data_count(const struct bp_rdma_node *n)
+{
+	/* relaxed: a statistic */
+	return n ? atomic_load_explicit(&n->data_count, memory_order_relaxed)
+		 : 0;
+}
+
+const char *bp_rdma_node_provider(const struct bp_rdma_node *n)
+{
+	return n ? n->provider : NULL;
+}
+
+int bp_rdma_node_expose(struct bp_rdma_node *n, void *addr, size_t len,
+			const struct bp_rdma_mem *mem,
+			struct bp_rdma_region **out)
+{
+	struct bp_rdma_region *reg;
+
+	if (!n || !addr || !len || !out ||
+	    (mem && mem->iface != BP_RDMA_MEM_SYSTEM &&
+	     mem->iface != BP_RDMA_MEM_CUDA))
+		return -EINVAL;
+	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !n->cfg.hmem) {
+		bpi_rlog(&n->log, BP_LOG_ERROR,
+			 "bp_rdma_node_expose: device memory needs a node "
+			 "created with hmem (FI_HMEM)");
+		return -EOPNOTSUPP;
+	}
+	reg = calloc(1, sizeof(*reg));
+	if (!reg)
+		return -ENOMEM;
+	reg->n = n;
+	reg->addr = addr;
+	reg->len = len;
+	for (unsigned k = 0; k < n->cfg.rails; k++) {
+		int rc = bpi_fab_mr_reg(&n->rails[k].fab, addr, len,
+					FI_REMOTE_READ | FI_REMOTE_WRITE, mem,
+					&n->log, &reg->mr[k]);
+
+		if (rc) {
+			bp_rdma_region_close(reg);
+			return rc;
+		}
+	}
+	*out = reg;
+	return 0;
+}
+
+void bp_rdma_region_describe(const struct bp_rdma_region *reg,
+			     struct bp_rdma_peer_desc *d)
+{
+	const struct bp_rdma_node *n = reg->n;
+
+	memset(d, 0, sizeof(*d));
+	d->rails = n->cfg.rails;
+	d->len = reg->len;
+	for (unsigned k = 0; k < n->cfg.rails; k++) {
+		memcpy(d->rail[k].addr, n->rails[k].addr, n->rails[k].addrlen);
+		d->rail[k].addrlen = (uint32_t)n->rails[k].addrlen;
+		d->rail[k].base = n->virt_addr ? (uint64_t)(uintptr_t)reg->addr
+					       : 0;
+		d->rail[k].key = fi_mr_key(reg->mr[k]);
+	}
+}
+
+void bp_rdma_region_close(struct bp_rdma_region *reg)
+{
+	if (!reg)
+		return;
+	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
+		if (reg->mr[k])
+			fi_close(&reg->mr[k]->fid);
+	free(reg);
+}
+
+void bp_rdma_node_destroy(struct bp_rdma_node *n)
+{
+	if (!n)
+		return;
+	/* release: pairs with rail_main's acquire */
+	atomic_store_explicit(&n->stop, 1, memory_order_release);
+	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
+		if (n->rails[k].thread_started)
+			pthread_join(n->rails[k].thread, NULL);
+	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
+		bpi_fab_close(&n->rails[k].fab);
+	fi_freeinfo(n->info);
+	free(n);
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* The RDMA stage's private structures: fabric.c, stage.c, node.c, ... */
+#ifndef BP_SRC_RDMA_INTERNAL_H
+#define BP_SRC_RDMA_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <batchpipe/rdma.h>
+
+#include "src/alloc.h"
+#include "src/counter.h"
+
+#define BPI_FI_VERSION FI_VERSION(1, 9)
+
+/* Where the stage and the node say something: the caller's log callback. */
+struct bpi_log {
+	void (*fn)(void *ctx, enum bp_log_level level, const char *msg);
+	void *ctx;
+};
+
+void bpi_rlog(const struct bpi_log *l, enum bp_log_level lvl, const char *fmt,
+	      ...) __attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------- fabric */
+
+/* What to ask the provider for. */
+struct bpi_fab_want {
+	const char *provider; /* NULL: any */
+	const char *node;     /* local address to bind, or NULL */
+	bool passive;	      /* remote access to our memory (a node) */
+	bool thread_safe;     /* FI_THREAD_SAFE, else FI_THREAD_DOMAIN */
+	bool hmem;	      /* FI_HMEM */
+};
+
+/*
+ * fi_getinfo for an RDM endpoint with RMA. Returns 0 and a list (free with
+ * fi_freeinfo), or -ENOENT / -EOPNOTSUPP (hmem) with a log line.
+ */
+int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
+		    struct fi_info **out);
+
+/*
+ * The info rail r uses: the (r mod n)-th distinct domain of the first
+ * provider in the list (several NICs: one rail each).
+ */
+struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r);
+
+/* One endpoint with everything it needs, owned by one thread. */
+struct bpi_fab {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	uint64_t mr_mode; /* what the provider kept */
+	_Atomic uint64_t next_key; /* requested keys, where the provider takes
+				      them */
+	int cq_fd;	  /* FI_WAIT_FD, or -1 */
+};
+
+/*
+ * Open fabric, domain, CQ (FI_CQ_FORMAT_DATA, cq_size entries, with a wait
+ * fd if wait_fd), AV (av_count entries) and an enabled endpoint. Returns 0,
+ * or a negative errno with a log line; nothing stays open on failure.
+ */
+int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
+void bpi_fab_close(struct bpi_fab *f);
+
+/* Register memory in f's domain (bound to its endpoint where needed). */
+int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
+		   const struct bp_rdma_mem *mem, const struct bpi_log *l,
+		   struct fid_mr **out);
+
+/* fi_errno (positive or negative) as a negative errno. */
+int bpi_fi_err(int fi_rc);
+
+/* --------------------------------------------------- registration cache */
+
+/*
+ * Registrations by (slot, address range), slot = worker * rails + rail: an
+ * rculfhash table read without locks. An entry is filed under every 2 MiB
+ * granule it covers, so a lookup is one hash probe on the granule of the
+ * address. Entries are added by the slot's owner (or before start), and
+ * removed only when the table is destroyed: nothing is freed under a reader.
+ */
+struct bpi_mr_entry {
+	uint64_t base, len;
+	uint32_t slot;
+	struct fid_mr *mr;
+	void *desc;
+};
+
+struct bpi_mrcache;
+
+int bpi_mrcache_create(struct bpi_mrcache **out);
+/* The entry of slot that holds [addr, addr+len), or NULL. */
+const struct bpi_mr_entry *bpi_mrcache_find(struct bpi_mrcache *c,
+					    uint32_t slot, uintptr_t addr,
+					    size_t len);
+/* File a registration; the cache owns mr from here (closed at destroy). */
+int bpi_mrcache_add(struct bpi_mrcache *c, uint32_t slot, uintptr_t base,
+		    size_t len, struct fid_mr *mr,
+		    const struct bpi_mr_entry **out);
+void bpi_mrcache_destroy(struct bpi_mrcache *c);
+
+/* ------------------------------------------------------------- waiting */
+
+struct bpi_backoff {
+	int64_t idle_since; /* the first empty poll, or 0 */
+	uint64_t sleep_ns;  /* the next sleep */
+};
+
+void bpi_backoff_reset(struct bpi_backoff *b);
+/* Called after each empty poll: returns at once while spinning, else
+ * sleeps (sleep_max_ns < 1 s). */
+void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
+		      uint64_t sleep_max_ns);
+
+/* ------------------------------------------------------------- pinning */
+
+/* Pin the calling worker near its NIC, or to the fallback list. */
+void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
+			const int *fallback, unsigned nfallback,
+			const struct bpi_log *l);
+
+/* ------------------------------------------------------------ the stage */
+
+struct bpi_rail_stats {
+	bp_counter posted, completed, failed, eagain, pending_high;
+	bp_counter cq_reads, cq_empty, mr_misses;
+	bp_counter reap_hist[BP_RDMA_REAP_BUCKETS];
+};
+
+struct bpi_peer {
+	struct bp_rdma_peer_desc desc;
+	_Atomic int ready; /* 1 once desc is written */
+};
+
+/* One worker's rail: owned by that worker thread once the pipeline runs. */
+struct bpi_rail {
+	struct bpi_fab fab;
+	unsigned inflight;	   /* posted, not yet completed */
+	struct bp_rdma_job *pend;  /* FIFO of jobs not yet posted (linked */
+	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
+	unsigned npend;
+	bool more;		   /* the provider takes FI_MORE */
+	fi_addr_t *peer_addr;	   /* per peer id, FI_ADDR_NOTAVAIL until used */
+	const struct bpi_mr_entry *last_mr; /* the last registration used */
+	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
+	struct bpi_rail_stats st;
+};
+
+struct bpi_worker {
+	alignas(BP_FALSE_SHARING) struct bp_rdma *r;
+	unsigned id;
+	unsigned next_rail; /* striping */
+	int epfd;		  /* EVENT: every rail's CQ fd */
+	struct bpi_backoff backoff; /* SPIN_SLEEP */
+	struct bp_job **done;
+	unsigned ndone, done_cap;
+	struct bpi_rail rails[BP_RDMA_MAX_RAILS];
+};
+
+struct bp_rdma {
+	unsigned magic;		   /* checked by init: stage_ctx is one */
+	struct bp_rdma_config cfg; /* validated copy */
+	struct bpi_log log;
+	struct fi_info *info; /* the provider's list */
+	char provider[64];
+	struct bp_stage stage;
+	struct bpi_worker *workers;
+	struct bpi_peer *peers;
+	_Atomic unsigned npeers;
+	struct bpi_mrcache *mrs;
+	bool mr_local; /* the provider wants local descriptors */
+	_Atomic int started; /* a worker ran init: domains are theirs */
+};
+
+#endif

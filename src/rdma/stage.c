@@ -1,0 +1,762 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RDMA stage: what each worker does with RMA jobs.
+ *
+ *   process(jobs)  check each job, queue it on a rail (striped, or the one
+ *                  it names), then post from every rail's queue
+ *   poll()         reap each busy rail's CQ, B entries per fi_cq_read, hand
+ *                  the completed jobs to the sink in one batch, post what
+ *                  the reaped credits allow; wait as cq_wait says
+ *   cancel()       jobs still queued complete as cancelled; posted ones run
+ *                  to their completion
+ *
+ * Posting (document 000): at most `credits` operations in flight per rail
+ * and `post_batch` per pass, with FI_MORE on all but the last of a pass so
+ * the provider may ring its doorbell once. -FI_EAGAIN leaves the job at the
+ * head of the rail's queue, to be retried after the next reap: never a spin
+ * on one operation, never a drop. The queue is linked through the jobs'
+ * op_context (free until the job is posted), so it costs no memory.
+ *
+ * Everything here belongs to one worker thread: its rails' endpoints, CQs,
+ * AVs, queues and counters. The only shared reads are the peer table
+ * (written once per peer, before its ready flag) and the registration
+ * cache (lock-free lookups).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdma_internal.h"
+
+#define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
+#define DONE_CAP       256
+
+/* The pending FIFO, linked through op_context[0]; [1] marks "prepared". */
+#define JOB_NEXT(j)	((j)->hdr.op_context[0])
+#define JOB_PREPARED(j) ((j)->hdr.op_context[1])
+
+static void done_add(struct bpi_worker *ws, struct bp_worker *w,
+		     struct bp_rdma_job *j)
+{
+	ws->done[ws->ndone++] = &j->hdr;
+	if (ws->ndone == ws->done_cap) {
+		bp_worker_complete(w, ws->done, ws->ndone);
+		ws->ndone = 0;
+	}
+}
+
+static void done_flush(struct bpi_worker *ws, struct bp_worker *w)
+{
+	if (ws->ndone) {
+		bp_worker_complete(w, ws->done, ws->ndone);
+		ws->ndone = 0;
+	}
+}
+
+static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
+		     struct bpi_rail *rl, struct bp_rdma_job *j, int err)
+{
+	j->hdr.status = err;
+	stat_add(&rl->st.failed, 1);
+	done_add(ws, w, j);
+}
+
+/* Jobs the stage refuses before any provider call. */
+static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
+{
+	const struct bpi_peer *pe;
+
+	if (j->op < BP_RDMA_WRITE || j->op > BP_RDMA_WRITEDATA || !j->len ||
+	    !j->buf || (j->flags & ~BP_RDMA_JOB_DELIVERED))
+		return -EINVAL;
+	if (j->rail != BP_RDMA_ANY_RAIL && j->rail >= r->cfg.rails)
+		return -EINVAL;
+	if (j->peer >= r->cfg.max_peers)
+		return -EINVAL;
+	pe = &r->peers[j->peer];
+	/* acquire: pairs with bp_rdma_peer_add's release; desc is whole */
+	if (!atomic_load_explicit(&pe->ready, memory_order_acquire))
+		return -EINVAL;
+	if (j->offset > pe->desc.len || j->len > pe->desc.len - j->offset)
+		return -ERANGE;
+	return 0;
+}
+
+static void pend_push(struct bpi_rail *rl, struct bp_rdma_job *j)
+{
+	JOB_NEXT(j) = NULL;
+	JOB_PREPARED(j) = NULL;
+	*rl->tail = j;
+	rl->tail = (struct bp_rdma_job **)&JOB_NEXT(j);
+	rl->npend++;
+	stat_max(&rl->st.pending_high, rl->npend);
+}
+
+static struct bp_rdma_job *pend_pop(struct bpi_rail *rl)
+{
+	struct bp_rdma_job *j = rl->pend;
+
+	rl->pend = JOB_NEXT(j);
+	if (!rl->pend)
+		rl->tail = &rl->pend;
+	rl->npend--;
+	return j;
+}
+
+/* The peer's address in this rail's AV, inserted on first use. */
+static int peer_addr(struct bp_rdma *r, struct bpi_rail *rl, unsigned k,
+		     uint32_t peer, fi_addr_t *out)
+{
+	fi_addr_t a = rl->peer_addr[peer];
+
+	if (a == FI_ADDR_NOTAVAIL) {
+		const struct bp_rdma_peer_desc *d = &r->peers[peer].desc;
+		int rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0,
+				      NULL);
+
+		if (rc != 1) {
+			bpi_rlog(&r->log, BP_LOG_ERROR,
+				 "rail %u: fi_av_insert of peer %u: %s", k, peer,
+				 fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+			return -EHOSTUNREACH;
+		}
+		rl->peer_addr[peer] = a;
+	}
+	*out = a;
+	return 0;
+}
+
+/* The local descriptor for buf, registering it on first use. */
+static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
+		      struct bpi_rail *rl, unsigned k,
+		      const struct bp_rdma_job *j, void **desc)
+{
+	uintptr_t a = (uintptr_t)j->buf;
+	const struct bpi_mr_entry *e = rl->last_mr;
+	uint32_t slot = ws->id * r->cfg.rails + k;
+
+	if (!e || a < e->base || a + j->len > e->base + e->len) {
+		e = bpi_mrcache_find(r->mrs, slot, a, j->len);
+		if (!e) {
+			long pg = sysconf(_SC_PAGESIZE);
+			uintptr_t base = a & ~(uintptr_t)(pg - 1);
+			uintptr_t end = (a + j->len + (uintptr_t)pg - 1) &
+					~(uintptr_t)(pg - 1);
+			struct fid_mr *mr;
+			int rc = bpi_fab_mr_reg(&rl->fab, (void *)base,
+						end - base, FI_READ | FI_WRITE,
+						NULL, &r->log, &mr);
+
+			if (rc)
+				return -EFAULT;
+			rc = bpi_mrcache_add(r->mrs, slot, base, end - base,
+					     mr, &e);
+			if (rc) {
+				fi_close(&mr->fid);
+				return rc;
+			}
+			stat_add(&rl->st.mr_misses, 1);
+		}
+		rl->last_mr = e;
+	}
+	*desc = e->desc;
+	return 0;
+}
+
+/* Post from the rail's queue as far as credits and post_batch allow. */
+static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
+		     struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	unsigned room = r->cfg.credits - rl->inflight;
+	unsigned budget = room < r->cfg.post_batch ? room : r->cfg.post_batch;
+	unsigned posted = 0;
+
+	while (rl->pend && posted < budget) {
+		struct bp_rdma_job *j = rl->pend;
+		const struct bp_rdma_peer_desc *d = &r->peers[j->peer].desc;
+		struct iovec iov = {.iov_base = j->buf, .iov_len = j->len};
+		struct fi_rma_iov rma = {
+			.addr = d->rail[k].base + j->offset,
+			.len = j->len,
+			.key = d->rail[k].key,
+		};
+		struct fi_msg_rma msg = {
+			.msg_iov = &iov,
+			.iov_count = 1,
+			.rma_iov = &rma,
+			.rma_iov_count = 1,
+			.context = j->hdr.op_context,
+			.data = j->imm,
+		};
+		void *desc = NULL;
+		uint64_t flags = FI_COMPLETION;
+		ssize_t rc;
+
+		if (!JOB_PREPARED(j)) {
+			int prc = r->cfg.prepare ? r->cfg.prepare(
+							   r->cfg.prepare_ctx, j)
+						 : 0;
+
+			if (!prc)
+				prc = peer_addr(r, rl, k, j->peer, &msg.addr);
+			if (prc) {
+				fail_job(ws, w, rl, pend_pop(rl), prc);
+				continue;
+			}
+			JOB_PREPARED(j) = j;
+		} else {
+			msg.addr = rl->peer_addr[j->peer];
+		}
+		if (r->mr_local) {
+			int drc = local_desc(r, ws, rl, k, j, &desc);
+
+			if (drc) {
+				fail_job(ws, w, rl, pend_pop(rl), drc);
+				continue;
+			}
+		}
+		msg.desc = &desc;
+		/* FI_MORE: more of this pass follow, the provider may wait */
+		if (rl->more && posted + 1 < budget && JOB_NEXT(j))
+			flags |= FI_MORE;
+		if (j->op == BP_RDMA_WRITEDATA)
+			flags |= FI_REMOTE_CQ_DATA;
+		if (j->flags & BP_RDMA_JOB_DELIVERED)
+			flags |= FI_DELIVERY_COMPLETE;
+		rc = j->op == BP_RDMA_READ ? fi_readmsg(rl->fab.ep, &msg, flags)
+					   : fi_writemsg(rl->fab.ep, &msg, flags);
+		if (rc == -FI_EAGAIN) {
+			stat_add(&rl->st.eagain, 1);
+			break; /* retried after the next reap */
+		}
+		pend_pop(rl);
+		if (rc) {
+			bpi_rlog(&r->log, BP_LOG_ERROR,
+				 "worker %u rail %u: post: %s", ws->id, k,
+				 fi_strerror((int)-rc));
+			fail_job(ws, w, rl, j, bpi_fi_err((int)rc));
+			continue;
+		}
+		rl->inflight++;
+		posted++;
+	}
+	if (posted)
+		stat_add(&rl->st.posted, posted);
+	return posted;
+}
+
+static unsigned reap_bucket(ssize_t n)
+{
+	unsigned b = 0;
+
+	while (n > 0 && b < BP_RDMA_REAP_BUCKETS - 1) {
+		b++;
+		n >>= 1;
+	}
+	return b; /* 0, 1, 2-3, 4-7, .. */
+}
+
+static struct bp_rdma_job *ctx_job(void *op_context)
+{
+	return (struct bp_rdma_job *)((char *)op_context -
+				      offsetof(struct bp_rdma_job,
+					       hdr.op_context));
+}
+
+/* Read one error completion: that job fails, its text goes to the log. */
+static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
+		       struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	struct fi_cq_err_entry err = {0};
+	char pbuf[256];
+	struct bp_rdma_job *j;
+
+	if (fi_cq_readerr(rl->fab.cq, &err, 0) != 1 || !err.op_context)
+		return;
+	j = ctx_job(err.op_context);
+	bpi_rlog(&r->log, BP_LOG_ERROR,
+		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
+		 "(%s)",
+		 ws->id, k,
+		 j->op == BP_RDMA_READ ? "read"
+		 : j->op == BP_RDMA_WRITE ? "write"
+					  : "writedata",
+		 j->len, j->peer, fi_strerror(err.err),
+		 fi_cq_strerror(rl->fab.cq, err.prov_errno, err.err_data, pbuf,
+				sizeof(pbuf)));
+	rl->inflight--;
+	fail_job(ws, w, rl, j, err.err ? bpi_fi_err(err.err) : -EIO);
+}
+
+/* Reap one rail's CQ until a read comes back short. Returns jobs reaped. */
+static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
+		     struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	unsigned got = 0, B = r->cfg.reap_batch;
+
+	/* bounded: no more reads than the credits can fill, plus one */
+	for (unsigned pass = 0; pass <= r->cfg.credits / B + 1; pass++) {
+		ssize_t n = fi_cq_read(rl->fab.cq, rl->cqe, B);
+
+		stat_add(&rl->st.cq_reads, 1);
+		if (n == -FI_EAGAIN) {
+			stat_add(&rl->st.cq_empty, 1);
+			stat_add(&rl->st.reap_hist[0], 1);
+			break;
+		}
+		if (n == -FI_EAVAIL) {
+			reap_error(r, ws, w, k);
+			got++;
+			continue;
+		}
+		if (n < 0) {
+			bpi_rlog(&r->log, BP_LOG_ERROR,
+				 "worker %u rail %u: fi_cq_read: %s", ws->id, k,
+				 fi_strerror((int)-n));
+			break;
+		}
+		stat_add(&rl->st.reap_hist[reap_bucket(n)], 1);
+		for (ssize_t i = 0; i < n; i++) {
+			struct bp_rdma_job *j = ctx_job(rl->cqe[i].op_context);
+
+			j->hdr.status = BP_JOB_OK;
+			done_add(ws, w, j);
+		}
+		rl->inflight -= (unsigned)n;
+		stat_add(&rl->st.completed, (uint64_t)n);
+		got += (unsigned)n;
+		if ((unsigned)n < B)
+			break;
+	}
+	return got;
+}
+
+/* EVENT: sleep on the CQs' wait fds, if every busy rail agrees to. */
+static void wait_event(struct bp_rdma *r, struct bpi_worker *ws)
+{
+	struct epoll_event ev[BP_RDMA_MAX_RAILS];
+	struct timespec ts = {
+		.tv_sec = (time_t)(r->cfg.event_timeout_ns / 1000000000),
+		.tv_nsec = (long)(r->cfg.event_timeout_ns % 1000000000),
+	};
+
+	for (unsigned k = 0; k < r->cfg.rails; k++) {
+		struct bpi_rail *rl = &ws->rails[k];
+		struct fid *fid = &rl->fab.cq->fid;
+
+		if (!rl->inflight)
+			continue;
+		/* not FI_SUCCESS: completions are there, or the provider must
+		 * make progress first: poll again instead of sleeping */
+		if (fi_trywait(rl->fab.fabric, &fid, 1) != FI_SUCCESS)
+			return;
+	}
+	epoll_pwait2(ws->epfd, ev, BP_RDMA_MAX_RAILS, &ts, NULL);
+}
+
+/* ------------------------------------------------------ stage callbacks */
+
+static int rdma_init(struct bp_worker *w, void **state)
+{
+	struct bp_rdma *r = bp_worker_stage_ctx(w);
+	unsigned id = bp_worker_id(w);
+
+	if (!r || r->magic != BPI_RDMA_MAGIC)
+		return -EINVAL; /* stage_ctx must be the struct bp_rdma */
+	if (id >= r->cfg.workers) {
+		bpi_rlog(&r->log, BP_LOG_ERROR,
+			 "worker %u: the pipeline has more workers than "
+			 "bp_rdma_config.workers (%u)",
+			 id, r->cfg.workers);
+		return -EINVAL;
+	}
+	/* release: bp_rdma_register's acquire sees the domains taken */
+	atomic_store_explicit(&r->started, 1, memory_order_release);
+	if (r->cfg.pin == BP_RDMA_PIN_RAIL_LOCAL)
+		bpi_pin_rail_local(bpi_fab_rail_info(r->info, 0), id,
+				   r->cfg.fallback_cpus, r->cfg.n_fallback_cpus,
+				   &r->log);
+	*state = &r->workers[id];
+	return 0;
+}
+
+static void rdma_process(void *state, struct bp_worker *w,
+			 struct bp_job **jobs, unsigned n)
+{
+	struct bpi_worker *ws = state;
+	struct bp_rdma *r = ws->r;
+	unsigned rails = r->cfg.rails;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_rdma_job *j = (struct bp_rdma_job *)jobs[i];
+		int rc = check_job(r, j);
+		unsigned k;
+
+		if (j->rail != BP_RDMA_ANY_RAIL && j->rail < rails) {
+			k = j->rail;
+		} else {
+			k = ws->next_rail;
+			ws->next_rail = k + 1 == rails ? 0 : k + 1;
+		}
+		if (rc)
+			fail_job(ws, w, &ws->rails[k], j, rc);
+		else
+			pend_push(&ws->rails[k], j);
+	}
+	for (unsigned k = 0; k < rails; k++)
+		if (ws->rails[k].pend)
+			post(r, ws, w, k);
+	done_flush(ws, w);
+}
+
+static void rdma_poll(void *state, struct bp_worker *w)
+{
+	struct bpi_worker *ws = state;
+	struct bp_rdma *r = ws->r;
+	unsigned got = 0, busy = 0;
+
+	for (unsigned k = 0; k < r->cfg.rails; k++) {
+		struct bpi_rail *rl = &ws->rails[k];
+
+		if (!rl->inflight && !rl->pend)
+			continue;
+		busy++;
+		/* a rail with only queued jobs still reads: the provider
+		 * makes its progress (and frees room) inside fi_cq_read */
+		got += reap(r, ws, w, k);
+		if (rl->pend)
+			got += post(r, ws, w, k);
+	}
+	done_flush(ws, w);
+	if (got || !busy) {
+		bpi_backoff_reset(&ws->backoff);
+		return;
+	}
+	if (r->cfg.cq_wait == BP_RDMA_CQ_SPIN_SLEEP)
+		bpi_backoff_wait(&ws->backoff, r->cfg.spin_ns,
+				 r->cfg.sleep_max_ns);
+	else if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
+		wait_event(r, ws);
+}
+
+static void rdma_cancel(void *state, struct bp_worker *w)
+{
+	struct bpi_worker *ws = state;
+
+	for (unsigned k = 0; k < ws->r->cfg.rails; k++) {
+		struct bpi_rail *rl = &ws->rails[k];
+
+		while (rl->pend) {
+			struct bp_rdma_job *j = pend_pop(rl);
+
+			j->hdr.status = BP_JOB_CANCELLED;
+			done_add(ws, w, j);
+		}
+	}
+	done_flush(ws, w);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+void bp_rdma_config_init(struct bp_rdma_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->workers = 1;
+	c->rails = 1;
+	c->credits = 64;
+	c->post_batch = 16;
+	c->reap_batch = 16;
+	c->max_peers = 64;
+	c->cq_wait = BP_RDMA_CQ_SPIN_SLEEP;
+	c->spin_ns = 50000;
+	c->sleep_max_ns = 200000;
+	c->event_timeout_ns = 1000000;
+}
+
+static int invalid(const struct bp_rdma_config *c, const char *what)
+{
+	struct bpi_log l = {c->log, c->log_ctx};
+
+	bpi_rlog(&l, BP_LOG_ERROR, "bp_rdma_create: invalid %s", what);
+	return -EINVAL;
+}
+
+static int check_config(const struct bp_rdma_config *c)
+{
+	if (c->workers < 1 || c->workers > BP_MAX_WORKERS)
+		return invalid(c, "workers (1..256)");
+	if (c->rails < 1 || c->rails > BP_RDMA_MAX_RAILS)
+		return invalid(c, "rails (1..8)");
+	if (c->credits < 1 || c->credits > 65536)
+		return invalid(c, "credits (1..65536)");
+	if (c->post_batch < 1 || c->post_batch > 4096)
+		return invalid(c, "post_batch (1..4096)");
+	if (c->reap_batch < 1 || c->reap_batch > 1024)
+		return invalid(c, "reap_batch (1..1024)");
+	if (c->max_peers < 1 || c->max_peers > 65536)
+		return invalid(c, "max_peers (1..65536)");
+	if (c->cq_wait > BP_RDMA_CQ_EVENT)
+		return invalid(c, "cq_wait");
+	if (c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP &&
+	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
+		return invalid(c, "sleep_max_ns (1 us .. 1 s)");
+	if (c->cq_wait == BP_RDMA_CQ_EVENT &&
+	    (c->event_timeout_ns < 1000 || c->event_timeout_ns > 10000000000))
+		return invalid(c, "event_timeout_ns (1 us .. 10 s)");
+	if (c->pin > BP_RDMA_PIN_RAIL_LOCAL)
+		return invalid(c, "pin");
+	if (c->n_fallback_cpus && !c->fallback_cpus)
+		return invalid(c, "fallback_cpus (NULL with n_fallback_cpus)");
+	for (unsigned i = 0; i < c->n_fallback_cpus; i++)
+		if (c->fallback_cpus[i] < 0 ||
+		    c->fallback_cpus[i] >= CPU_SETSIZE)
+			return invalid(c, "fallback_cpus entry");
+	return 0;
+}
+
+static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
+{
+	const struct bp_rdma_config *c = &r->cfg;
+	bool event = c->cq_wait == BP_RDMA_CQ_EVENT;
+	int rc;
+
+	ws->r = r;
+	ws->id = id;
+	ws->epfd = -1;
+	bpi_backoff_reset(&ws->backoff);
+	ws->done_cap = DONE_CAP;
+	ws->done = calloc(DONE_CAP, sizeof(*ws->done));
+	if (!ws->done)
+		return -ENOMEM;
+	if (event) {
+		ws->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (ws->epfd < 0)
+			return -errno;
+	}
+	for (unsigned k = 0; k < c->rails; k++) {
+		struct bpi_rail *rl = &ws->rails[k];
+
+		rl->tail = &rl->pend;
+		rl->more = true;
+		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
+		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
+		if (!rl->peer_addr || !rl->cqe)
+			return -ENOMEM;
+		for (unsigned i = 0; i < c->max_peers; i++)
+			rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
+		rc = bpi_fab_open(bpi_fab_rail_info(r->info, k),
+				  c->credits + c->reap_batch, c->max_peers,
+				  event, &r->log, &rl->fab);
+		if (rc && event &&
+		    (rc == -ENOSYS || rc == -EOPNOTSUPP || rc == -EINVAL))
+			return -EOPNOTSUPP; /* no wait object */
+		if (rc)
+			return rc;
+		if (event) {
+			struct epoll_event ev = {.events = EPOLLIN};
+
+			if (epoll_ctl(ws->epfd, EPOLL_CTL_ADD, rl->fab.cq_fd,
+				      &ev))
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
+{
+	struct bpi_fab_want want = {0};
+	struct bp_rdma *r;
+	size_t tx;
+	int rc;
+
+	if (!c || !out)
+		return -EINVAL;
+	rc = check_config(c);
+	if (rc)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->magic = BPI_RDMA_MAGIC;
+	r->cfg = *c;
+	r->log = (struct bpi_log){c->log, c->log_ctx};
+	r->cfg.provider = NULL; /* not kept: the caller's string */
+	r->cfg.node = NULL;
+	if (c->n_fallback_cpus) {
+		int *cpus = malloc(c->n_fallback_cpus * sizeof(int));
+
+		if (!cpus) {
+			free(r);
+			return -ENOMEM;
+		}
+		memcpy(cpus, c->fallback_cpus, c->n_fallback_cpus * sizeof(int));
+		r->cfg.fallback_cpus = cpus;
+	}
+	want.provider = c->provider;
+	want.node = c->node;
+	want.hmem = c->hmem;
+	rc = bpi_fab_getinfo(&want, &r->log, &r->info);
+	if (rc)
+		goto fail;
+	snprintf(r->provider, sizeof(r->provider), "%s",
+		 r->info->fabric_attr->prov_name);
+	r->mr_local = r->info->domain_attr->mr_mode & FI_MR_LOCAL;
+	tx = r->info->tx_attr->size;
+	if (tx && r->cfg.credits > tx) {
+		bpi_rlog(&r->log, BP_LOG_INFO,
+			 "%s: credits %u cut to the transmit queue size %zu",
+			 r->provider, r->cfg.credits, tx);
+		r->cfg.credits = (unsigned)tx;
+	}
+	r->peers = calloc(c->max_peers, sizeof(*r->peers));
+	r->workers = aligned_alloc(BP_FALSE_SHARING,
+				   c->workers * sizeof(*r->workers));
+	rc = -ENOMEM;
+	if (!r->peers || !r->workers)
+		goto fail;
+	memset(r->workers, 0, c->workers * sizeof(*r->workers));
+	for (unsigned i = 0; i < c->workers; i++)
+		r->workers[i].epfd = -1;
+	rc = bpi_mrcache_create(&r->mrs);
+	if (rc)
+		goto fail;
+	for (unsigned i = 0; i < c->workers; i++) {
+		rc = open_worker(r, &r->workers[i], i);
+		if (rc == -EOPNOTSUPP)
+			bpi_rlog(&r->log, BP_LOG_ERROR,
+				 "bp_rdma_create: provider %s has no completion "
+				 "wait object (FI_WAIT_FD): cq_wait EVENT is "
+				 "not possible, use SPIN_SLEEP or BUSY",
+				 r->provider);
+		if (rc)
+			goto fail;
+	}
+	r->stage = (struct bp_stage){
+		.name = "rdma",
+		.init = rdma_init,
+		.process = rdma_process,
+		.poll = rdma_poll,
+		.cancel = rdma_cancel,
+	};
+	*out = r;
+	return 0;
+fail:
+	bp_rdma_destroy(r);
+	return rc;
+}
+
+const struct bp_stage *bp_rdma_stage(const struct bp_rdma *r)
+{
+	return r ? &r->stage : NULL;
+}
+
+const char *bp_rdma_provider(const struct bp_rdma *r)
+{
+	return r ? r->provider : NULL;
+}
+
+unsigned bp_rdma_rails(const struct bp_rdma *r)
+{
+	return r ? r->cfg.rails : 0;
+}
+
+int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
+{
+	unsigned n;
+
+	if (!r || !d || d->rails != r->cfg.rails || !d->len)
+		return -EINVAL;
+	for (unsigned k = 0; k < d->rails; k++)
+		if (!d->rail[k].addrlen || d->rail[k].addrlen > BP_RDMA_ADDR_MAX)
+			return -EINVAL;
+	/* relaxed: the slot is claimed here, published by ready below */
+	n = atomic_load_explicit(&r->npeers, memory_order_relaxed);
+	do {
+		if (n >= r->cfg.max_peers)
+			return -ENOSPC;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&r->npeers, &n, n + 1, memory_order_relaxed,
+		memory_order_relaxed));
+	r->peers[n].desc = *d;
+	/* release: pairs with check_job's acquire; the worker sees desc */
+	atomic_store_explicit(&r->peers[n].ready, 1, memory_order_release);
+	return (int)n;
+}
+
+int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
+		     const struct bp_rdma_mem *mem)
+{
+	if (!r || !addr || !len ||
+	    (mem && mem->iface != BP_RDMA_MEM_SYSTEM &&
+	     mem->iface != BP_RDMA_MEM_CUDA))
+		return -EINVAL;
+	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !r->cfg.hmem) {
+		bpi_rlog(&r->log, BP_LOG_ERROR,
+			 "bp_rdma_register: device memory needs a stage "
+			 "created with hmem (FI_HMEM)");
+		return -EOPNOTSUPP;
+	}
+	/* acquire: pairs with rdma_init's release */
+	if (atomic_load_explicit(&r->started, memory_order_acquire)) {
+		bpi_rlog(&r->log, BP_LOG_ERROR,
+			 "bp_rdma_register: the pipeline is running (its "
+			 "workers own the domains): register before "
+			 "bp_pipeline_start, or pass buffers as they are "
+			 "(the registration cache takes them)");
+		return -EBUSY;
+	}
+	if (!r->mr_local && (!mem || mem->iface == BP_RDMA_MEM_SYSTEM))
+		return 0; /* the provider wants no local descriptors */
+	for (unsigned i = 0; i < r->cfg.workers; i++)
+		for (unsigned k = 0; k < r->cfg.rails; k++) {
+			struct fid_mr *mr;
+			int rc = bpi_fab_mr_reg(&r->workers[i].rails[k].fab,
+						addr, len, FI_READ | FI_WRITE,
+						mem, &r->log, &mr);
+
+			if (!rc)
+				rc = bpi_mrcache_add(r->mrs,
+						     i * r->cfg.rails + k,
+						     (uintptr_t)addr, len, mr,
+						     NULL);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+void bp_rdma_destroy(struct bp_rdma *r)
+{
+	if (!r)
+		return;
+	/* registrations first: they belong to the domains closed below */
+	bpi_mrcache_destroy(r->mrs);
+	if (r->workers) {
+		for (unsigned i = 0; i < r->cfg.workers; i++) {
+			struct bpi_worker *ws = &r->workers[i];
+
+			for (unsigned k = 0; k < r->cfg.rails; k++) {
+				bpi_fab_close(&ws->rails[k].fab);
+				free(ws->rails[k].peer_addr);
+				free(ws->rails[k].cqe);
+			}
+			if (ws->epfd >= 0)
+				close(ws->epfd);
+			free(ws->done);
+		}
+		free(r->workers);
+	}
+	free(r->peers);
+	if (r->info)
+		fi_freeinfo(r->info);
+	free((void *)r->cfg.fallback_cpus);
+	free(r);
+}
