@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential meson ninja-build pkg-config python3 liburcu-dev libck-dev
 libfabric-dev libfabric-bin libjemalloc-dev libcmocka-dev zlib1g-dev gzip
-gnuplot-nox"
+gnuplot-nox clang libclang-rt-dev iproute2"
 
 missing=""
 for p in $PKGS; do

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, builds, runs every test,
-# then the concurrency tests under ThreadSanitizer and the unit tests under
-# AddressSanitizer + UBSan. Ends with "N passed, N failed, N skipped" and
+# then the concurrency and RDMA tests under ThreadSanitizer and the unit and
+# RDMA tests under AddressSanitizer + UBSan. Ends with "N passed, N failed, N skipped" and
 # exits non-zero on any failure.
 #   scripts/test.sh            everything
 #   scripts/test.sh --fast     the plain build only (no sanitizers)
@@ -30,14 +30,16 @@ run_suite() { # name builddir "meson options" "meson test args"
 	logs="$logs $dir/meson-logs/testlog.json"
 }
 
-run_suite plain build "-Dwerror=true" ""
+# -Drdma=enabled: a machine without libfabric fails here instead of
+# silently testing less (deps.sh installs it).
+run_suite plain build "-Dwerror=true -Drdma=enabled" ""
 if [ $fast -eq 0 ]; then
 	run_suite tsan build-tsan \
-		"-Dwerror=true -Db_sanitize=thread -Dallocator=libc -Dbench=false -Dexamples=false" \
-		"--suite stress --suite block --timeout-multiplier 4"
+		"-Dwerror=true -Drdma=enabled -Db_sanitize=thread -Dallocator=libc -Dbench=false -Dexamples=false" \
+		"--suite stress --suite block --suite rdma --timeout-multiplier 4"
 	run_suite asan build-asan \
-		"-Dwerror=true -Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
-		"--suite unit --suite example"
+		"-Dwerror=true -Drdma=enabled -Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
+		"--suite unit --suite example --suite rdma"
 fi
 
 # shellcheck disable=SC2086
