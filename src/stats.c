@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_put.h"
 #include "pipeline_internal.h"
 #include "ring_internal.h"
 
@@ -85,14 +86,7 @@ int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 	return 0;
 }
 
-/* Append with snprintf rules: *len counts what would have been written. */
-#define PUT(...)                                                               \
-	do {                                                                   \
-		int n_ = snprintf(len < size ? buf + len : NULL,               \
-				  len < size ? size - len : 0, __VA_ARGS__);   \
-		if (n_ > 0)                                                    \
-			len += (size_t)n_;                                     \
-	} while (0)
+#define PUT BP_JSON_PUT
 
 int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 			   size_t size)
@@ -134,6 +128,33 @@ int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 		    (unsigned long long)bp_lat_bucket_ns(i),
 		    (unsigned long long)s->lat_hist[i]);
 		sep = ",";
+	}
+	PUT("}}");
+	return (int)len;
+}
+
+int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size)
+{
+	const struct bp_stage *st;
+	struct bp_pipeline_stats s;
+	size_t len = 0;
+	int n;
+
+	if (!p || (!buf && size) || bp_pipeline_stats(p, &s))
+		return -EINVAL;
+	st = p->cfg.stage;
+	PUT("{\"pipeline\":");
+	n = bp_pipeline_stats_json(&s, len < size ? buf + len : NULL,
+				   len < size ? size - len : 0);
+	len += n > 0 ? (size_t)n : 0;
+	PUT(",\"stage\":{\"name\":\"%s\",\"stats\":", st->name ? st->name : "");
+	if (st->stats_json) {
+		n = st->stats_json(p->cfg.stage_ctx,
+				   len < size ? buf + len : NULL,
+				   len < size ? size - len : 0);
+		len += n > 0 ? (size_t)n : 0;
+	} else {
+		PUT("null");
 	}
 	PUT("}}");
 	return (int)len;

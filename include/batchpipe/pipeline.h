@@ -217,6 +217,13 @@ int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s);
 int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 			   size_t size);
 
+/*
+ * The pipeline's statistics and its stage's, as one JSON object
+ * {"pipeline":{..},"stage":{"name":"..","stats":{..} or null}}: snprintf
+ * rules (returns the length needed, excluding the NUL), -EINVAL.
+ */
+int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size);
+
 /* Upper bound in ns of latency bucket i. */
 uint64_t bp_lat_bucket_ns(unsigned i);
 

@@ -53,9 +53,10 @@ extern "C" {
 /* ------------------------------------------------------------------ jobs */
 
 enum bp_rdma_op {
-	BP_RDMA_WRITE = 1,     /* local buf -> remote (fi_write) */
-	BP_RDMA_READ = 2,      /* remote -> local buf (fi_read) */
-	BP_RDMA_WRITEDATA = 3, /* write, plus imm at the target (fi_writedata) */
+	BP_RDMA_WRITE = 1, /* local buf -> remote (fi_write) */
+	BP_RDMA_READ = 2,  /* remote -> local buf (fi_read) */
+	BP_RDMA_WRITEDATA =
+		3, /* write, plus imm at the target (fi_writedata) */
 };
 
 #define BP_RDMA_ANY_RAIL 0xffu /* the stage picks the rail (striping) */
@@ -84,14 +85,14 @@ enum bp_rdma_op {
  */
 struct bp_rdma_job {
 	struct bp_job hdr;
-	uint8_t op;	  /* enum bp_rdma_op */
-	uint8_t rail;	  /* BP_RDMA_ANY_RAIL, or 0..rails-1 */
-	uint16_t flags;	  /* BP_RDMA_JOB_DELIVERED, or 0 */
-	uint32_t peer;	  /* from bp_rdma_peer_add */
-	void *buf;	  /* local memory */
-	size_t len;	  /* bytes, > 0 */
-	uint64_t offset;  /* into the peer's region */
-	uint64_t imm;	  /* BP_RDMA_WRITEDATA: the immediate data */
+	uint8_t op;	 /* enum bp_rdma_op */
+	uint8_t rail;	 /* BP_RDMA_ANY_RAIL, or 0..rails-1 */
+	uint16_t flags;	 /* BP_RDMA_JOB_DELIVERED, or 0 */
+	uint32_t peer;	 /* from bp_rdma_peer_add */
+	void *buf;	 /* local memory */
+	size_t len;	 /* bytes, > 0 */
+	uint64_t offset; /* into the peer's region */
+	uint64_t imm;	 /* BP_RDMA_WRITEDATA: the immediate data */
 };
 
 /* Fill a job (the header is left as it is: the pipeline sets it). */
@@ -173,16 +174,16 @@ struct bp_rdma_config {
 	/* "tcp;ofi_rxm", "shm", "verbs;ofi_rxm", "efa", ...; NULL: the first
 	 * provider that offers RDM endpoints with RMA */
 	const char *provider;
-	const char *node;  /* local address to bind, e.g. "127.0.0.1"; NULL */
-	unsigned workers;  /* must equal the pipeline's workers (default 1) */
-	unsigned rails;	   /* endpoints per worker, 1..BP_RDMA_MAX_RAILS (1) */
-	unsigned credits;  /* most operations in flight per rail (64) */
+	const char *node; /* local address to bind, e.g. "127.0.0.1"; NULL */
+	unsigned workers; /* must equal the pipeline's workers (default 1) */
+	unsigned rails;	  /* endpoints per worker, 1..BP_RDMA_MAX_RAILS (1) */
+	unsigned credits; /* most operations in flight per rail (64) */
 	unsigned post_batch; /* most operations posted per rail per pass (16) */
 	unsigned reap_batch; /* completions per fi_cq_read (16) */
 	unsigned max_peers;  /* 1..65536 (64) */
 	enum bp_rdma_cq_wait cq_wait;
-	uint64_t spin_ns;	   /* SPIN_SLEEP: poll this long first (50 us) */
-	uint64_t sleep_max_ns;	   /* SPIN_SLEEP: longest sleep (200 us) */
+	uint64_t spin_ns;      /* SPIN_SLEEP: poll this long first (50 us) */
+	uint64_t sleep_max_ns; /* SPIN_SLEEP: longest sleep (200 us) */
 	uint64_t event_timeout_ns; /* EVENT: longest block (1 ms) */
 	/* open the domains with FI_HMEM, so bp_rdma_register takes device
 	 * memory; -EOPNOTSUPP at create where the provider lacks it */
@@ -290,7 +291,7 @@ struct bp_rdma_node_config {
 	enum bp_rdma_cq_wait progress_wait;
 	uint64_t spin_ns;      /* 50 us */
 	uint64_t sleep_max_ns; /* 50 us */
-	bool hmem; /* as bp_rdma_config: device memory in expose */
+	bool hmem;	       /* as bp_rdma_config: device memory in expose */
 	/* optional: immediate data of a BP_RDMA_WRITEDATA arrived (on a
 	 * progress thread) */
 	void (*on_data)(void *data_ctx, unsigned rail, uint64_t imm);
@@ -398,8 +399,8 @@ struct bp_rdma_target_query {
 	uint64_t imm_count;
 	uint64_t imm_sum;
 };
-int bp_rdma_conn_query(struct bp_rdma_conn *conn, uint64_t offset,
-		       uint64_t len, struct bp_rdma_target_query *q);
+int bp_rdma_conn_query(struct bp_rdma_conn *conn, uint64_t offset, uint64_t len,
+		       struct bp_rdma_target_query *q);
 
 /* Say goodbye and close (the daemon frees this client's region). */
 void bp_rdma_conn_close(struct bp_rdma_conn *conn);

@@ -23,6 +23,8 @@
 #ifndef BATCHPIPE_STAGE_H
 #define BATCHPIPE_STAGE_H
 
+#include <stddef.h>
+
 #include <batchpipe/job.h>
 
 #ifdef __cplusplus
@@ -52,6 +54,12 @@ struct bp_stage {
 	void (*cancel)(void *state, struct bp_worker *w);
 	/* optional: free the state; nothing is in flight any more */
 	void (*fini)(void *state, struct bp_worker *w);
+	/*
+	 * optional: the stage's own statistics as one JSON value, snprintf
+	 * rules (returns the length needed), for bp_pipeline_report_json.
+	 * stage_ctx is the one given to bp_pipeline_create; any thread.
+	 */
+	int (*stats_json)(void *stage_ctx, char *buf, size_t size);
 };
 
 /*

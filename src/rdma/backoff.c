@@ -38,8 +38,8 @@ void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
 	}
 	if ((uint64_t)(t - b->idle_since) < spin_ns)
 		return;
-	ts.tv_nsec = (long)(b->sleep_ns < sleep_max_ns ? b->sleep_ns
-						       : sleep_max_ns);
+	ts.tv_nsec =
+		(long)(b->sleep_ns < sleep_max_ns ? b->sleep_ns : sleep_max_ns);
 	nanosleep(&ts, NULL);
 	b->sleep_ns *= 2;
 	if (b->sleep_ns > sleep_max_ns)

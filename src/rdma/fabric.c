@@ -43,8 +43,8 @@ int bpi_fi_err(int fi_rc)
 }
 
 /* The mr_mode bits batchpipe can honour; the provider keeps what it needs. */
-#define BPI_MR_MODES                                                          \
-	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |   \
+#define BPI_MR_MODES                                                           \
+	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |    \
 	 FI_MR_ENDPOINT)
 
 int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
@@ -64,7 +64,8 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 	/* jobs carry room for fi_context2 (bp_job.op_context) */
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = BPI_MR_MODES | (want->hmem ? FI_MR_HMEM : 0);
+	hints->domain_attr->mr_mode =
+		BPI_MR_MODES | (want->hmem ? FI_MR_HMEM : 0);
 	hints->domain_attr->threading =
 		want->thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
 	/* progress happens when we poll: no provider thread competes with
@@ -109,7 +110,8 @@ struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r)
 	struct fi_info *distinct[BP_RDMA_MAX_RAILS];
 	unsigned n = 0;
 
-	for (struct fi_info *i = list; i && n < BP_RDMA_MAX_RAILS; i = i->next) {
+	for (struct fi_info *i = list; i && n < BP_RDMA_MAX_RAILS;
+	     i = i->next) {
 		bool seen = false;
 
 		if (strcmp(i->fabric_attr->prov_name,
@@ -127,7 +129,8 @@ struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r)
 
 static int failed(const struct bpi_log *l, const char *what, int rc)
 {
-	bpi_rlog(l, BP_LOG_ERROR, "%s: %s", what, fi_strerror(rc < 0 ? -rc : rc));
+	bpi_rlog(l, BP_LOG_ERROR, "%s: %s", what,
+		 fi_strerror(rc < 0 ? -rc : rc));
 	return bpi_fi_err(rc);
 }
 
@@ -156,7 +159,8 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 	}
 	rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
 	if (rc) {
-		rc = failed(l, wait_fd ? "fi_cq_open (FI_WAIT_FD)" : "fi_cq_open",
+		rc = failed(l,
+			    wait_fd ? "fi_cq_open (FI_WAIT_FD)" : "fi_cq_open",
 			    rc);
 		goto fail;
 	}

@@ -127,9 +127,9 @@ int bpi_mrcache_add(struct bpi_mrcache *c, uint32_t slot, uintptr_t base,
 	/* push onto the destroy list; relaxed: only destroy reads it, after
 	 * every adder has returned (the stage's threads are joined) */
 	r->next = atomic_load_explicit(&c->all, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(
-		&c->all, &r->next, r, memory_order_relaxed,
-		memory_order_relaxed))
+	while (!atomic_compare_exchange_weak_explicit(&c->all, &r->next, r,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
 		;
 	for (unsigned i = 0; i < r->nnodes; i++) {
 		struct mr_node *m = &r->nodes[i];

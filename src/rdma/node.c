@@ -77,7 +77,8 @@ static int rail_progress(struct node_rail *nr)
 				 "node rail %u: error completion: %s (%s)",
 				 nr->index, fi_strerror(err.err),
 				 fi_cq_strerror(nr->fab.cq, err.prov_errno,
-						err.err_data, pbuf, sizeof(pbuf)));
+						err.err_data, pbuf,
+						sizeof(pbuf)));
 		return 1;
 	}
 	if (got < 0)
@@ -290,8 +291,8 @@ void bp_rdma_region_describe(const struct bp_rdma_region *reg,
 	for (unsigned k = 0; k < n->cfg.rails; k++) {
 		memcpy(d->rail[k].addr, n->rails[k].addr, n->rails[k].addrlen);
 		d->rail[k].addrlen = (uint32_t)n->rails[k].addrlen;
-		d->rail[k].base = n->virt_addr ? (uint64_t)(uintptr_t)reg->addr
-					       : 0;
+		d->rail[k].base =
+			n->virt_addr ? (uint64_t)(uintptr_t)reg->addr : 0;
 		d->rail[k].key = fi_mr_key(reg->mr[k]);
 	}
 }

@@ -62,10 +62,10 @@ struct bpi_fab {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_av *av;
-	uint64_t mr_mode; /* what the provider kept */
+	uint64_t mr_mode;	   /* what the provider kept */
 	_Atomic uint64_t next_key; /* requested keys, where the provider takes
 				      them */
-	int cq_fd;	  /* FI_WAIT_FD, or -1 */
+	int cq_fd;		   /* FI_WAIT_FD, or -1 */
 };
 
 /*
@@ -154,8 +154,8 @@ struct bpi_rail {
 	struct bp_rdma_job *pend;  /* FIFO of jobs not yet posted (linked */
 	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
 	unsigned npend;
-	bool more;		   /* the provider takes FI_MORE */
-	fi_addr_t *peer_addr;	   /* per peer id, FI_ADDR_NOTAVAIL until used */
+	bool more;	      /* the provider takes FI_MORE */
+	fi_addr_t *peer_addr; /* per peer id, FI_ADDR_NOTAVAIL until used */
 	const struct bpi_mr_entry *last_mr; /* the last registration used */
 	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
 	struct bpi_rail_stats st;
@@ -164,8 +164,8 @@ struct bpi_rail {
 struct bpi_worker {
 	alignas(BP_FALSE_SHARING) struct bp_rdma *r;
 	unsigned id;
-	unsigned next_rail; /* striping */
-	int epfd;		  /* EVENT: every rail's CQ fd */
+	unsigned next_rail;	    /* striping */
+	int epfd;		    /* EVENT: every rail's CQ fd */
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	struct bp_job **done;
 	unsigned ndone, done_cap;
@@ -183,7 +183,7 @@ struct bp_rdma {
 	struct bpi_peer *peers;
 	_Atomic unsigned npeers;
 	struct bpi_mrcache *mrs;
-	bool mr_local; /* the provider wants local descriptors */
+	bool mr_local;	     /* the provider wants local descriptors */
 	_Atomic int started; /* a worker ran init: domains are theirs */
 };
 

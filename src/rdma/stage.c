@@ -120,8 +120,8 @@ static int peer_addr(struct bp_rdma *r, struct bpi_rail *rl, unsigned k,
 
 		if (rc != 1) {
 			bpi_rlog(&r->log, BP_LOG_ERROR,
-				 "rail %u: fi_av_insert of peer %u: %s", k, peer,
-				 fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+				 "rail %u: fi_av_insert of peer %u: %s", k,
+				 peer, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
 			return -EHOSTUNREACH;
 		}
 		rl->peer_addr[peer] = a;
@@ -153,8 +153,8 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 
 			if (rc)
 				return -EFAULT;
-			rc = bpi_mrcache_add(r->mrs, slot, base, end - base,
-					     mr, &e);
+			rc = bpi_mrcache_add(r->mrs, slot, base, end - base, mr,
+					     &e);
 			if (rc) {
 				fi_close(&mr->fid);
 				return rc;
@@ -198,9 +198,10 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		ssize_t rc;
 
 		if (!JOB_PREPARED(j)) {
-			int prc = r->cfg.prepare ? r->cfg.prepare(
-							   r->cfg.prepare_ctx, j)
-						 : 0;
+			int prc =
+				r->cfg.prepare
+					? r->cfg.prepare(r->cfg.prepare_ctx, j)
+					: 0;
 
 			if (!prc)
 				prc = peer_addr(r, rl, k, j->peer, &msg.addr);
@@ -228,8 +229,9 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 			flags |= FI_REMOTE_CQ_DATA;
 		if (j->flags & BP_RDMA_JOB_DELIVERED)
 			flags |= FI_DELIVERY_COMPLETE;
-		rc = j->op == BP_RDMA_READ ? fi_readmsg(rl->fab.ep, &msg, flags)
-					   : fi_writemsg(rl->fab.ep, &msg, flags);
+		rc = j->op == BP_RDMA_READ
+			     ? fi_readmsg(rl->fab.ep, &msg, flags)
+			     : fi_writemsg(rl->fab.ep, &msg, flags);
 		if (rc == -FI_EAGAIN) {
 			stat_add(&rl->st.eagain, 1);
 			break; /* retried after the next reap */
@@ -284,7 +286,7 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
 		 "(%s)",
 		 ws->id, k,
-		 j->op == BP_RDMA_READ ? "read"
+		 j->op == BP_RDMA_READ	  ? "read"
 		 : j->op == BP_RDMA_WRITE ? "write"
 					  : "writedata",
 		 j->len, j->peer, fi_strerror(err.err),
@@ -387,8 +389,8 @@ static int rdma_init(struct bp_worker *w, void **state)
 	return 0;
 }
 
-static void rdma_process(void *state, struct bp_worker *w,
-			 struct bp_job **jobs, unsigned n)
+static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+			 unsigned n)
 {
 	struct bpi_worker *ws = state;
 	struct bp_rdma *r = ws->r;
@@ -461,6 +463,11 @@ static void rdma_cancel(void *state, struct bp_worker *w)
 		}
 	}
 	done_flush(ws, w);
+}
+
+static int rdma_stats_json(void *ctx, char *buf, size_t size)
+{
+	return bp_rdma_stats_json(ctx, buf, size);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -597,7 +604,8 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 			free(r);
 			return -ENOMEM;
 		}
-		memcpy(cpus, c->fallback_cpus, c->n_fallback_cpus * sizeof(int));
+		memcpy(cpus, c->fallback_cpus,
+		       c->n_fallback_cpus * sizeof(int));
 		r->cfg.fallback_cpus = cpus;
 	}
 	want.provider = c->provider;
@@ -631,11 +639,12 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	for (unsigned i = 0; i < c->workers; i++) {
 		rc = open_worker(r, &r->workers[i], i);
 		if (rc == -EOPNOTSUPP)
-			bpi_rlog(&r->log, BP_LOG_ERROR,
-				 "bp_rdma_create: provider %s has no completion "
-				 "wait object (FI_WAIT_FD): cq_wait EVENT is "
-				 "not possible, use SPIN_SLEEP or BUSY",
-				 r->provider);
+			bpi_rlog(
+				&r->log, BP_LOG_ERROR,
+				"bp_rdma_create: provider %s has no completion "
+				"wait object (FI_WAIT_FD): cq_wait EVENT is "
+				"not possible, use SPIN_SLEEP or BUSY",
+				r->provider);
 		if (rc)
 			goto fail;
 	}
@@ -645,6 +654,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 		.process = rdma_process,
 		.poll = rdma_poll,
 		.cancel = rdma_cancel,
+		.stats_json = rdma_stats_json,
 	};
 	*out = r;
 	return 0;
@@ -675,16 +685,17 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 	if (!r || !d || d->rails != r->cfg.rails || !d->len)
 		return -EINVAL;
 	for (unsigned k = 0; k < d->rails; k++)
-		if (!d->rail[k].addrlen || d->rail[k].addrlen > BP_RDMA_ADDR_MAX)
+		if (!d->rail[k].addrlen ||
+		    d->rail[k].addrlen > BP_RDMA_ADDR_MAX)
 			return -EINVAL;
 	/* relaxed: the slot is claimed here, published by ready below */
 	n = atomic_load_explicit(&r->npeers, memory_order_relaxed);
 	do {
 		if (n >= r->cfg.max_peers)
 			return -ENOSPC;
-	} while (!atomic_compare_exchange_weak_explicit(
-		&r->npeers, &n, n + 1, memory_order_relaxed,
-		memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(&r->npeers, &n, n + 1,
+							memory_order_relaxed,
+							memory_order_relaxed));
 	r->peers[n].desc = *d;
 	/* release: pairs with check_job's acquire; the worker sees desc */
 	atomic_store_explicit(&r->peers[n].ready, 1, memory_order_release);
@@ -723,10 +734,9 @@ int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 						mem, &r->log, &mr);
 
 			if (!rc)
-				rc = bpi_mrcache_add(r->mrs,
-						     i * r->cfg.rails + k,
-						     (uintptr_t)addr, len, mr,
-						     NULL);
+				rc = bpi_mrcache_add(
+					r->mrs, i * r->cfg.rails + k,
+					(uintptr_t)addr, len, mr, NULL);
 			if (rc)
 				return rc;
 		}

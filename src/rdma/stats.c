@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rdma_internal.h"
+#include "src/json_put.h"
 
 int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s)
@@ -34,14 +35,7 @@ int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 	return 0;
 }
 
-/* snprintf that keeps counting past the end of the buffer */
-#define PUT(...)                                                              \
-	do {                                                                  \
-		int k_ = snprintf(buf + (len < size ? len : size),            \
-				  len < size ? size - len : 0, __VA_ARGS__);  \
-		if (k_ > 0)                                                   \
-			len += (size_t)k_;                                    \
-	} while (0)
+#define PUT BP_JSON_PUT
 
 int bp_rdma_stats_json(const struct bp_rdma *r, char *buf, size_t size)
 {
