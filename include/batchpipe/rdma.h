@@ -77,7 +77,9 @@ enum bp_rdma_op {
  *             rail out of range
  *   -ERANGE   offset + len beyond the peer's region
  *   -EFAULT   buf could not be registered with the provider
- *   -EHOSTUNREACH the peer's address could not be inserted
+ *   -EHOSTUNREACH the peer's address could not be inserted, or the peer
+ *             was given up on this rail (see peer_timeout_ns)
+ *   -ETIMEDOUT the provider refused to take the job for peer_timeout_ns
  *   -ECANCELED the pipeline aborted before the operation was posted
  *   other     the provider's error completion (-err of fi_cq_err_entry), the
  *             text of which went to the log callback
@@ -185,6 +187,15 @@ struct bp_rdma_config {
 	uint64_t spin_ns;      /* SPIN_SLEEP: poll this long first (50 us) */
 	uint64_t sleep_max_ns; /* SPIN_SLEEP: longest sleep (200 us) */
 	uint64_t event_timeout_ns; /* EVENT: longest block (1 ms) */
+	/*
+	 * a rail whose provider keeps answering -FI_EAGAIN for this long to
+	 * the job at the head of its queue gives up on that job's peer (5 s):
+	 * its queued jobs fail with -ETIMEDOUT, later ones with -EHOSTUNREACH,
+	 * on that rail. A dead peer on tcp or shm looks exactly like this (the
+	 * provider never reports an error); add the peer again once it is
+	 * back (a new id).
+	 */
+	uint64_t peer_timeout_ns;
 	/* open the domains with FI_HMEM, so bp_rdma_register takes device
 	 * memory; -EOPNOTSUPP at create where the provider lacks it */
 	bool hmem;

@@ -12,7 +12,7 @@
 
 #define SLEEP_START_NS 2000
 
-static int64_t now_ns(void)
+int64_t bpi_now_ns(void)
 {
 	struct timespec ts;
 
@@ -29,7 +29,7 @@ void bpi_backoff_reset(struct bpi_backoff *b)
 void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
 		      uint64_t sleep_max_ns)
 {
-	int64_t t = now_ns();
+	int64_t t = bpi_now_ns();
 	struct timespec ts = {0};
 
 	if (!b->idle_since) {

@@ -122,6 +122,7 @@ struct bpi_backoff {
 };
 
 void bpi_backoff_reset(struct bpi_backoff *b);
+int64_t bpi_now_ns(void); /* CLOCK_MONOTONIC */
 /* Called after each empty poll: returns at once while spinning, else
  * sleeps (sleep_max_ns < 1 s). */
 void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
@@ -155,6 +156,8 @@ struct bpi_rail {
 	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
 	unsigned npend;
 	bool more;	      /* the provider takes FI_MORE */
+	int64_t eagain_since; /* the head job's first -FI_EAGAIN, or 0 */
+	uint8_t *peer_down;   /* per peer id: given up (peer_timeout_ns) */
 	fi_addr_t *peer_addr; /* per peer id, FI_ADDR_NOTAVAIL until used */
 	const struct bpi_mr_entry *last_mr; /* the last registration used */
 	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
@@ -183,7 +186,10 @@ struct bp_rdma {
 	struct bpi_peer *peers;
 	_Atomic unsigned npeers;
 	struct bpi_mrcache *mrs;
-	bool mr_local;	     /* the provider wants local descriptors */
+	bool mr_local; /* the provider wants local descriptors */
+	/* a plain completion already means the data landed (shm copies
+	 * before it completes): BP_RDMA_JOB_DELIVERED costs nothing extra */
+	bool completes_delivered;
 	_Atomic int started; /* a worker ran init: domains are theirs */
 };
 

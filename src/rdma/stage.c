@@ -167,6 +167,54 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 	return 0;
 }
 
+/*
+ * The provider has refused the rail's head job with -FI_EAGAIN. Until
+ * peer_timeout_ns that is back-pressure (or a connection being set up:
+ * tens of ms on tcp); past it, the peer is taken for gone, since a dead
+ * peer gets -FI_EAGAIN forever on tcp and shm and never an error. Its
+ * queued jobs on this rail fail, and later ones fail fast. Returns true
+ * when it gave up (the queue changed: post goes on with the next job).
+ */
+static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
+		    struct bpi_rail *rl, unsigned k, struct bp_rdma_job *head,
+		    struct bp_worker *w)
+{
+	int64_t t = bpi_now_ns();
+	uint32_t peer = head->peer;
+	struct bp_rdma_job **pp = &rl->pend;
+	unsigned failed = 0;
+
+	if (!rl->eagain_since) {
+		rl->eagain_since = t;
+		return false;
+	}
+	if ((uint64_t)(t - rl->eagain_since) < r->cfg.peer_timeout_ns)
+		return false;
+	rl->eagain_since = 0;
+	rl->peer_down[peer] = 1;
+	while (*pp) {
+		struct bp_rdma_job *j = *pp;
+
+		if (j->peer != peer) {
+			pp = (struct bp_rdma_job **)&JOB_NEXT(j);
+			continue;
+		}
+		*pp = JOB_NEXT(j);
+		rl->npend--;
+		fail_job(ws, w, rl, j, -ETIMEDOUT);
+		failed++;
+	}
+	rl->tail = pp;
+	bpi_rlog(&r->log, BP_LOG_ERROR,
+		 "worker %u rail %u: peer %u took nothing for %llu ms "
+		 "(-FI_EAGAIN): given up, %u queued jobs failed; add it again "
+		 "once it is back",
+		 ws->id, k, peer,
+		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
+		 failed);
+	return true;
+}
+
 /* Post from the rail's queue as far as credits and post_batch allow. */
 static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		     struct bp_worker *w, unsigned k)
@@ -203,6 +251,8 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 					? r->cfg.prepare(r->cfg.prepare_ctx, j)
 					: 0;
 
+			if (!prc && rl->peer_down[j->peer])
+				prc = -EHOSTUNREACH;
 			if (!prc)
 				prc = peer_addr(r, rl, k, j->peer, &msg.addr);
 			if (prc) {
@@ -227,15 +277,19 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 			flags |= FI_MORE;
 		if (j->op == BP_RDMA_WRITEDATA)
 			flags |= FI_REMOTE_CQ_DATA;
-		if (j->flags & BP_RDMA_JOB_DELIVERED)
+		if ((j->flags & BP_RDMA_JOB_DELIVERED) &&
+		    !r->completes_delivered)
 			flags |= FI_DELIVERY_COMPLETE;
 		rc = j->op == BP_RDMA_READ
 			     ? fi_readmsg(rl->fab.ep, &msg, flags)
 			     : fi_writemsg(rl->fab.ep, &msg, flags);
 		if (rc == -FI_EAGAIN) {
 			stat_add(&rl->st.eagain, 1);
-			break; /* retried after the next reap */
+			if (!stalled(r, ws, rl, k, j, w))
+				break; /* retried after the next reap */
+			continue;
 		}
+		rl->eagain_since = 0;
 		pend_pop(rl);
 		if (rc) {
 			bpi_rlog(&r->log, BP_LOG_ERROR,
@@ -296,15 +350,19 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	fail_job(ws, w, rl, j, err.err ? bpi_fi_err(err.err) : -EIO);
 }
 
-/* Reap one rail's CQ until a read comes back short. Returns jobs reaped. */
+/*
+ * Reap one rail's CQ until it is empty or nothing is in flight. Not until
+ * a read comes back short of B: providers cap a read below B (rxm at 32).
+ * Returns jobs reaped.
+ */
 static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		     struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
 	unsigned got = 0, B = r->cfg.reap_batch;
 
-	/* bounded: no more reads than the credits can fill, plus one */
-	for (unsigned pass = 0; pass <= r->cfg.credits / B + 1; pass++) {
+	/* bounded: a rail never has more than credits to reap */
+	for (unsigned pass = 0; pass <= r->cfg.credits; pass++) {
 		ssize_t n = fi_cq_read(rl->fab.cq, rl->cqe, B);
 
 		stat_add(&rl->st.cq_reads, 1);
@@ -334,7 +392,7 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		rl->inflight -= (unsigned)n;
 		stat_add(&rl->st.completed, (uint64_t)n);
 		got += (unsigned)n;
-		if ((unsigned)n < B)
+		if (!rl->inflight)
 			break;
 	}
 	return got;
@@ -485,6 +543,7 @@ void bp_rdma_config_init(struct bp_rdma_config *c)
 	c->spin_ns = 50000;
 	c->sleep_max_ns = 200000;
 	c->event_timeout_ns = 1000000;
+	c->peer_timeout_ns = 5000000000ull;
 }
 
 static int invalid(const struct bp_rdma_config *c, const char *what)
@@ -517,6 +576,8 @@ static int check_config(const struct bp_rdma_config *c)
 	if (c->cq_wait == BP_RDMA_CQ_EVENT &&
 	    (c->event_timeout_ns < 1000 || c->event_timeout_ns > 10000000000))
 		return invalid(c, "event_timeout_ns (1 us .. 10 s)");
+	if (c->peer_timeout_ns < 1000000)
+		return invalid(c, "peer_timeout_ns (>= 1 ms)");
 	if (c->pin > BP_RDMA_PIN_RAIL_LOCAL)
 		return invalid(c, "pin");
 	if (c->n_fallback_cpus && !c->fallback_cpus)
@@ -553,8 +614,9 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		rl->tail = &rl->pend;
 		rl->more = true;
 		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
+		rl->peer_down = calloc(c->max_peers, 1);
 		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
-		if (!rl->peer_addr || !rl->cqe)
+		if (!rl->peer_addr || !rl->peer_down || !rl->cqe)
 			return -ENOMEM;
 		for (unsigned i = 0; i < c->max_peers; i++)
 			rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
@@ -617,6 +679,10 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	snprintf(r->provider, sizeof(r->provider), "%s",
 		 r->info->fabric_attr->prov_name);
 	r->mr_local = r->info->domain_attr->mr_mode & FI_MR_LOCAL;
+	/* shm copies the data into the target before it completes a write;
+	 * FI_DELIVERY_COMPLETE there adds nothing, and a write it fails
+	 * (a bad key) then never completes and blocks the endpoint */
+	r->completes_delivered = !strcmp(r->provider, "shm");
 	tx = r->info->tx_attr->size;
 	if (tx && r->cfg.credits > tx) {
 		bpi_rlog(&r->log, BP_LOG_INFO,
@@ -756,6 +822,7 @@ void bp_rdma_destroy(struct bp_rdma *r)
 			for (unsigned k = 0; k < r->cfg.rails; k++) {
 				bpi_fab_close(&ws->rails[k].fab);
 				free(ws->rails[k].peer_addr);
+				free(ws->rails[k].peer_down);
 				free(ws->rails[k].cqe);
 			}
 			if (ws->epfd >= 0)
