@@ -158,6 +158,11 @@ enum bp_rdma_cq_wait {
 	 * for at most event_timeout_ns; -EOPNOTSUPP at create on providers
 	 * without one (shm) */
 	BP_RDMA_CQ_EVENT = 2,
+	/* EVENT where the provider has a wait object, SPIN_SLEEP elsewhere
+	 * (the node's default: a tcp target wakes on incoming traffic, while
+	 * spinning and sleeping on a CQ that plain writes leave empty would
+	 * pace them) */
+	BP_RDMA_CQ_AUTO = 3,
 };
 
 /* Where workers run. */
@@ -296,9 +301,10 @@ struct bp_rdma_node_config {
 	/* a thread per rail polls its completion queue (true, default) */
 	bool progress_threads;
 	/* how an idle progress thread waits: BUSY (lowest latency, a core
-	 * per rail), SPIN_SLEEP (default: spin_ns, then sleeps growing to
-	 * sleep_max_ns) or EVENT (the CQ's wait fd; -EOPNOTSUPP where the
-	 * provider has none) */
+	 * per rail), SPIN_SLEEP (spin_ns, then sleeps growing to
+	 * sleep_max_ns), EVENT (the CQ's wait fd, which wakes on incoming
+	 * traffic; -EOPNOTSUPP where the provider has none) or AUTO (the
+	 * default: EVENT where possible) */
 	enum bp_rdma_cq_wait progress_wait;
 	uint64_t spin_ns;      /* 50 us */
 	uint64_t sleep_max_ns; /* 50 us */

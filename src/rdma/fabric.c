@@ -252,3 +252,41 @@ int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
 	}
 	return 0;
 }
+
+bool bpi_fab_has_wait_fd(struct fi_info *info)
+{
+	struct fi_cq_attr attr = {.size = 16,
+				  .format = FI_CQ_FORMAT_DATA,
+				  .wait_obj = FI_WAIT_FD};
+	struct fid_fabric *fabric = NULL;
+	struct fid_domain *domain = NULL;
+	struct fid_cq *cq = NULL;
+	int fd = -1;
+	bool ok = false;
+
+	if (fi_fabric(info->fabric_attr, &fabric, NULL))
+		return false;
+	if (!fi_domain(fabric, info, &domain, NULL) &&
+	    !fi_cq_open(domain, &attr, &cq, NULL))
+		ok = fi_control(&cq->fid, FI_GETWAIT, &fd) == 0 && fd >= 0;
+	if (cq)
+		fi_close(&cq->fid);
+	if (domain)
+		fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	return ok;
+}
+
+enum bp_rdma_cq_wait bpi_fab_resolve_wait(enum bp_rdma_cq_wait w,
+					  struct fi_info *info,
+					  const struct bpi_log *l)
+{
+	if (w != BP_RDMA_CQ_AUTO)
+		return w;
+	if (bpi_fab_has_wait_fd(info))
+		return BP_RDMA_CQ_EVENT;
+	bpi_rlog(l, BP_LOG_INFO,
+		 "%s has no completion wait fd: polling with spin-then-sleep",
+		 info->fabric_attr->prov_name);
+	return BP_RDMA_CQ_SPIN_SLEEP;
+}

@@ -54,7 +54,7 @@ void bp_rdma_node_config_init(struct bp_rdma_node_config *c)
 	memset(c, 0, sizeof(*c));
 	c->rails = 1;
 	c->progress_threads = true;
-	c->progress_wait = BP_RDMA_CQ_SPIN_SLEEP;
+	c->progress_wait = BP_RDMA_CQ_AUTO;
 	c->spin_ns = 50000;
 	c->sleep_max_ns = 50000;
 }
@@ -144,12 +144,12 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 		return -EINVAL;
 	if (c->rails < 1 || c->rails > BP_RDMA_MAX_RAILS)
 		return node_invalid(c, "rails (1..8)");
-	if (c->progress_wait > BP_RDMA_CQ_EVENT)
+	if (c->progress_wait > BP_RDMA_CQ_AUTO)
 		return node_invalid(c, "progress_wait");
-	if (c->progress_wait == BP_RDMA_CQ_SPIN_SLEEP &&
+	if ((c->progress_wait == BP_RDMA_CQ_SPIN_SLEEP ||
+	     c->progress_wait == BP_RDMA_CQ_AUTO) &&
 	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
 		return node_invalid(c, "sleep_max_ns (1 us .. 1 s)");
-	event = c->progress_wait == BP_RDMA_CQ_EVENT;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -169,6 +169,9 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 	snprintf(n->provider, sizeof(n->provider), "%s",
 		 n->info->fabric_attr->prov_name);
 	n->virt_addr = n->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	n->cfg.progress_wait =
+		bpi_fab_resolve_wait(c->progress_wait, n->info, &n->log);
+	event = n->cfg.progress_wait == BP_RDMA_CQ_EVENT;
 	for (unsigned k = 0; k < c->rails; k++) {
 		struct node_rail *nr = &n->rails[k];
 

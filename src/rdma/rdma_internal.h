@@ -77,6 +77,14 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
 void bpi_fab_close(struct bpi_fab *f);
 
+/* Whether the provider's CQs have a wait fd (FI_WAIT_FD, FI_GETWAIT). */
+bool bpi_fab_has_wait_fd(struct fi_info *info);
+
+/* AUTO resolved for info: EVENT where there is a wait fd, else SPIN_SLEEP. */
+enum bp_rdma_cq_wait bpi_fab_resolve_wait(enum bp_rdma_cq_wait w,
+					  struct fi_info *info,
+					  const struct bpi_log *l);
+
 /* Register memory in f's domain (bound to its endpoint where needed). */
 int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
 		   const struct bp_rdma_mem *mem, const struct bpi_log *l,

@@ -568,12 +568,13 @@ static int check_config(const struct bp_rdma_config *c)
 		return invalid(c, "reap_batch (1..1024)");
 	if (c->max_peers < 1 || c->max_peers > 65536)
 		return invalid(c, "max_peers (1..65536)");
-	if (c->cq_wait > BP_RDMA_CQ_EVENT)
+	if (c->cq_wait > BP_RDMA_CQ_AUTO)
 		return invalid(c, "cq_wait");
-	if (c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP &&
+	if ((c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP ||
+	     c->cq_wait == BP_RDMA_CQ_AUTO) &&
 	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
 		return invalid(c, "sleep_max_ns (1 us .. 1 s)");
-	if (c->cq_wait == BP_RDMA_CQ_EVENT &&
+	if ((c->cq_wait == BP_RDMA_CQ_EVENT || c->cq_wait == BP_RDMA_CQ_AUTO) &&
 	    (c->event_timeout_ns < 1000 || c->event_timeout_ns > 10000000000))
 		return invalid(c, "event_timeout_ns (1 us .. 10 s)");
 	if (c->peer_timeout_ns < 1000000)
@@ -679,6 +680,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	snprintf(r->provider, sizeof(r->provider), "%s",
 		 r->info->fabric_attr->prov_name);
 	r->mr_local = r->info->domain_attr->mr_mode & FI_MR_LOCAL;
+	r->cfg.cq_wait = bpi_fab_resolve_wait(c->cq_wait, r->info, &r->log);
 	/* shm copies the data into the target before it completes a write;
 	 * FI_DELIVERY_COMPLETE there adds nothing, and a write it fails
 	 * (a bad key) then never completes and blocks the endpoint */
