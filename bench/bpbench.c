@@ -5,6 +5,8 @@
  */
 #include "bpbench.h"
 
+#include "bp_config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -25,6 +27,12 @@ static const struct bench_subcommand bench_subcommands[] = {
 	 "bp_ring against mutex, spinlock, ck_ring and urcu wfcqueue"},
 	{"pipeline", bench_pipeline_main,
 	 "bp_pipeline end to end: throughput, latency, idle CPU, wake-up"},
+#if BP_HAVE_RDMA
+	{"rdma", bench_rdma_main,
+	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},
+	{"rdma-fill", bench_rdma_fill_main,
+	 "seed 000's random fill by bp-target, every byte verified"},
+#endif
 };
 
 #define BENCH_NSUB (sizeof(bench_subcommands) / sizeof(bench_subcommands[0]))

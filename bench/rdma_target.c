@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma_target.c - bp-target as a child process, and CPU clocks of threads
+ * and processes (rdma_target.h).
+ */
+#include "rdma_target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpbench.h"
+
+/* how long bp-target may take to print its "listening" line */
+#define RT_START_TIMEOUT_MS 10000
+#define RT_MAX_CHILDREN	    4
+
+/* Children to kill at exit: written by the main thread only; volatile
+ * because the signal handler reads them. */
+static volatile pid_t rt_children[RT_MAX_CHILDREN];
+static int rt_atexit_done;
+
+static void rt_kill_children(void)
+{
+	for (int i = 0; i < RT_MAX_CHILDREN; i++)
+		if (rt_children[i] > 0) {
+			kill(rt_children[i], SIGKILL);
+			waitpid(rt_children[i], NULL, 0);
+			rt_children[i] = 0;
+		}
+}
+
+static void rt_on_signal(int sig)
+{
+	/* async-signal-safe: kill(2) only, then die by the same signal */
+	for (int i = 0; i < RT_MAX_CHILDREN; i++)
+		if (rt_children[i] > 0)
+			kill(rt_children[i], SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void rt_track(pid_t pid, int add)
+{
+	if (!rt_atexit_done) {
+		atexit(rt_kill_children); /* bench_die exits: no orphan */
+		signal(SIGINT, rt_on_signal);
+		signal(SIGTERM, rt_on_signal);
+		rt_atexit_done = 1;
+	}
+	for (int i = 0; i < RT_MAX_CHILDREN; i++)
+		if (add ? rt_children[i] == 0 : rt_children[i] == pid) {
+			rt_children[i] = add ? pid : 0;
+			return;
+		}
+}
+
+int rt_daemon_path(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	if ((size_t)snprintf(buf, len, "%s/../target/bp-target", exe) >= len)
+		return -ENAMETOOLONG;
+	return access(buf, X_OK) == 0 ? 0 : -ENOENT;
+}
+
+/* Read one line from fd within the deadline. */
+static int rt_read_line(int fd, char *line, size_t len, int64_t deadline)
+{
+	size_t off = 0;
+
+	while (off + 1 < len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int64_t left = (deadline - bench_now_ns()) / 1000000;
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return -ETIMEDOUT;
+		n = read(fd, line + off, 1);
+		if (n <= 0)
+			return -EPIPE; /* the daemon exited */
+		if (line[off] == '\n') {
+			line[off] = '\0';
+			return 0;
+		}
+		off++;
+	}
+	line[off] = '\0';
+	return 0;
+}
+
+int rt_daemon_start(const char *provider, const char *fabric_node,
+		    unsigned rails, uint64_t max_region, struct rt_daemon *d,
+		    char *err, size_t errlen)
+{
+	char path[PATH_MAX], rails_s[16], region_s[32], line[512], prov[64];
+	const char *argv[16];
+	int argc = 0, pfd[2], rc, status;
+	pid_t pid;
+
+	memset(d, 0, sizeof(*d));
+	if (rt_daemon_path(path, sizeof(path))) {
+		snprintf(err, errlen, "no bp-target next to bpbench");
+		return -ENOENT;
+	}
+	snprintf(rails_s, sizeof(rails_s), "%u", rails);
+	snprintf(region_s, sizeof(region_s), "%llu",
+		 (unsigned long long)max_region);
+	argv[argc++] = path;
+	argv[argc++] = "--port";
+	argv[argc++] = "0";
+	argv[argc++] = "--provider";
+	argv[argc++] = provider;
+	argv[argc++] = "--rails";
+	argv[argc++] = rails_s;
+	argv[argc++] = "--max-region";
+	argv[argc++] = region_s;
+	if (fabric_node) {
+		argv[argc++] = "--fabric-node";
+		argv[argc++] = fabric_node;
+	}
+	argv[argc] = NULL;
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	rt_track(pid, 1);
+	d->pid = pid;
+	rc = rt_read_line(pfd[0], line, sizeof(line),
+			  bench_now_ns() +
+				  RT_START_TIMEOUT_MS * INT64_C(1000000));
+	close(pfd[0]); /* the daemon writes nothing more to stdout */
+	if (!rc && sscanf(line,
+			  "bp-target: listening on %63[^:]:%u provider=%63s "
+			  "rails=%u",
+			  d->host, &d->port, prov, &d->rails) != 4)
+		rc = -EPROTO;
+	if (rc) {
+		snprintf(err, errlen, "bp-target did not start (%s%s%s)",
+			 rc == -EPROTO ? "first line: " : strerror(-rc),
+			 rc == -EPROTO ? line : "",
+			 rc == -EPIPE ? ", see its stderr" : "");
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		rt_track(pid, 0);
+		d->pid = 0;
+		return rc;
+	}
+	snprintf(d->provider, sizeof(d->provider), "%s", prov);
+	return 0;
+}
+
+void rt_daemon_stop(struct rt_daemon *d)
+{
+	int64_t deadline;
+
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGTERM);
+	deadline = bench_now_ns() + INT64_C(2000000000);
+	while (waitpid(d->pid, NULL, WNOHANG) == 0) {
+		if (bench_now_ns() > deadline) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, NULL, 0);
+			break;
+		}
+		bench_sleep_ns(1000000);
+	}
+	rt_track(d->pid, 0);
+	d->pid = 0;
+}
+
+int64_t rt_proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long ut, st;
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields after the command name, which may hold spaces and ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+			 "%llu",
+			 &ut, &st) != 2)
+		return -1;
+	return (int64_t)((ut + st) *
+			 (1000000000ull /
+			  (unsigned long long)sysconf(_SC_CLK_TCK)));
+}
+
+int rt_tasks(pid_t *out, int max)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir)) && n < max)
+		if (e->d_name[0] != '.')
+			out[n++] = (pid_t)atoi(e->d_name);
+	closedir(dir);
+	return n;
+}
+
+int rt_tasks_new(const pid_t *before, int nb, const pid_t *now, int nn,
+		 pid_t *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < nn && n < max; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < nb && !seen; j++)
+			seen = before[j] == now[i];
+		if (!seen)
+			out[n++] = now[i];
+	}
+	return n;
+}
+
+int64_t rt_tid_cpu_ns(pid_t tid)
+{
+	/*
+	 * Linux's per-thread CPU clock of any thread in this process, the id
+	 * glibc's pthread_getcpuclockid builds: ~tid << 3 | CPUCLOCK_SCHED (2)
+	 * | CPUCLOCK_PERTHREAD (4). Needed for threads the library created,
+	 * whose pthread_t we do not have.
+	 */
+	clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t rt_tids_cpu_ns(const pid_t *tids, int n)
+{
+	int64_t sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		int64_t v = rt_tid_cpu_ns(tids[i]);
+
+		if (v > 0)
+			sum += v;
+	}
+	return sum;
+}
