@@ -25,7 +25,10 @@ struct bp_job {
 	uint64_t seq;	   /* submission order, set by the pipeline at submit */
 	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
 	int32_t status;	   /* BP_JOB_OK at submit; a stage sets a failure */
-	uint32_t reserved; /* keep 0 */
+	/* the stage's own word while the job is in the stage (the RDMA
+	 * stage keeps its in-flight slot there); the pipeline never touches
+	 * it */
+	uint32_t stage_word;
 	/*
 	 * Per-operation context for an asynchronous stage: room and alignment
 	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can

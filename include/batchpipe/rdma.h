@@ -81,6 +81,9 @@ enum bp_rdma_op {
  *             was given up on this rail (see peer_timeout_ns)
  *   -ETIMEDOUT the provider refused to take the job for peer_timeout_ns
  *   -ECANCELED the pipeline aborted before the operation was posted
+ *   -ECONNABORTED the provider cancelled the operation (tcp does when the
+ *             target drops the connection, e.g. after a write with a bad
+ *             key): BP_JOB_CANCELLED stays the pipeline's abort alone
  *   other     the provider's error completion (-err of fi_cq_err_entry), the
  *             text of which went to the log callback
  * hdr.op_context is the libfabric operation context while in flight.
@@ -181,13 +184,17 @@ struct bp_rdma_config {
 	/* "tcp;ofi_rxm", "shm", "verbs;ofi_rxm", "efa", ...; NULL: the first
 	 * provider that offers RDM endpoints with RMA */
 	const char *provider;
-	const char *node; /* local address to bind, e.g. "127.0.0.1"; NULL */
+	/* local address to bind, e.g. "127.0.0.1"; NULL: the provider's
+	 * default. shm ignores it (it names endpoints by process) */
+	const char *node;
 	unsigned workers; /* must equal the pipeline's workers (default 1) */
 	unsigned rails;	  /* endpoints per worker, 1..BP_RDMA_MAX_RAILS (1) */
 	unsigned credits; /* most operations in flight per rail (64) */
 	unsigned post_batch; /* most operations posted per rail per pass (16) */
 	unsigned reap_batch; /* completions per fi_cq_read (16) */
-	unsigned max_peers;  /* 1..65536 (64) */
+	/* 1..65536 (64); the provider may hold fewer in an address vector
+	 * (shm: 256), and create then fails with the provider's error */
+	unsigned max_peers;
 	enum bp_rdma_cq_wait cq_wait;
 	uint64_t spin_ns;      /* SPIN_SLEEP: poll this long first (50 us) */
 	uint64_t sleep_max_ns; /* SPIN_SLEEP: longest sleep (200 us) */

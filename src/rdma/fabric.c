@@ -51,6 +51,7 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 		    struct fi_info **out)
 {
 	struct fi_info *hints = fi_allocinfo();
+	const char *node = want->node;
 	uint64_t flags = 0;
 	int rc;
 
@@ -79,9 +80,13 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 			return -ENOMEM;
 		}
 	}
-	if (want->node)
+	/* shm takes the node as its endpoint's name: two processes given
+	 * the same one ("127.0.0.1") collide, and it needs no address */
+	if (want->provider && !strcmp(want->provider, "shm"))
+		node = NULL;
+	if (node)
 		flags |= FI_SOURCE;
-	rc = fi_getinfo(BPI_FI_VERSION, want->node, NULL, flags, hints, out);
+	rc = fi_getinfo(BPI_FI_VERSION, node, NULL, flags, hints, out);
 	fi_freeinfo(hints);
 	if (rc == -FI_ENODATA || rc == -FI_ENOSYS) {
 		if (want->hmem)
@@ -94,8 +99,7 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 				 "no provider '%s' with RDM endpoints and RMA "
 				 "%s%s(fi_info -l lists the providers)",
 				 want->provider ? want->provider : "(any)",
-				 want->node ? "on " : "",
-				 want->node ? want->node : "");
+				 node ? "on " : "", node ? node : "");
 		return want->hmem ? -EOPNOTSUPP : -ENOENT;
 	}
 	if (rc) {
@@ -134,8 +138,9 @@ static int failed(const struct bpi_log *l, const char *what, int rc)
 	return bpi_fi_err(rc);
 }
 
-int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+/* The CQ, AV and enabled endpoint, in f's open domain. */
+static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		   bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
 {
 	struct fi_cq_attr cq_attr = {
 		.size = cq_size,
@@ -143,6 +148,57 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		.wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE,
 	};
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = av_count};
+	int rc;
+
+	f->cq_fd = -1;
+	rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
+	if (rc)
+		return failed(
+			l, wait_fd ? "fi_cq_open (FI_WAIT_FD)" : "fi_cq_open",
+			rc);
+	if (wait_fd) {
+		rc = fi_control(&f->cq->fid, FI_GETWAIT, &f->cq_fd);
+		if (rc)
+			return failed(l, "fi_control(FI_GETWAIT)", rc);
+	}
+	rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
+	if (rc) {
+		bpi_rlog(l, BP_LOG_ERROR,
+			 "fi_av_open (%u entries: max_peers): %s", av_count,
+			 fi_strerror(-rc));
+		return bpi_fi_err(rc);
+	}
+	rc = fi_endpoint(f->domain, info, &f->ep, NULL);
+	if (rc)
+		return failed(l, "fi_endpoint", rc);
+	rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!rc)
+		rc = fi_ep_bind(f->ep, &f->av->fid, 0);
+	if (rc)
+		return failed(l, "fi_ep_bind", rc);
+	rc = fi_enable(f->ep);
+	if (rc)
+		return failed(l, "fi_enable", rc);
+	return 0;
+}
+
+static void close_ep(struct bpi_fab *f)
+{
+	if (f->ep)
+		fi_close(&f->ep->fid);
+	if (f->av)
+		fi_close(&f->av->fid);
+	if (f->cq)
+		fi_close(&f->cq->fid);
+	f->ep = NULL;
+	f->av = NULL;
+	f->cq = NULL;
+	f->cq_fd = -1;
+}
+
+int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+{
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -153,60 +209,30 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 	if (rc)
 		return failed(l, "fi_fabric", rc);
 	rc = fi_domain(f->fabric, info, &f->domain, NULL);
-	if (rc) {
+	if (rc)
 		rc = failed(l, "fi_domain", rc);
-		goto fail;
-	}
-	rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
-	if (rc) {
-		rc = failed(l,
-			    wait_fd ? "fi_cq_open (FI_WAIT_FD)" : "fi_cq_open",
-			    rc);
-		goto fail;
-	}
-	if (wait_fd) {
-		rc = fi_control(&f->cq->fid, FI_GETWAIT, &f->cq_fd);
-		if (rc) {
-			rc = failed(l, "fi_control(FI_GETWAIT)", rc);
-			goto fail;
-		}
-	}
-	rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
-	if (rc) {
-		rc = failed(l, "fi_av_open", rc);
-		goto fail;
-	}
-	rc = fi_endpoint(f->domain, info, &f->ep, NULL);
-	if (rc) {
-		rc = failed(l, "fi_endpoint", rc);
-		goto fail;
-	}
-	rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!rc)
-		rc = fi_ep_bind(f->ep, &f->av->fid, 0);
-	if (rc) {
-		rc = failed(l, "fi_ep_bind", rc);
-		goto fail;
-	}
-	rc = fi_enable(f->ep);
-	if (rc) {
-		rc = failed(l, "fi_enable", rc);
-		goto fail;
-	}
-	return 0;
-fail:
-	bpi_fab_close(f);
+	else
+		rc = open_ep(info, cq_size, av_count, wait_fd, l, f);
+	if (rc)
+		bpi_fab_close(f);
+	return rc;
+}
+
+int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		      bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+{
+	int rc;
+
+	close_ep(f);
+	rc = open_ep(info, cq_size, av_count, wait_fd, l, f);
+	if (rc)
+		close_ep(f);
 	return rc;
 }
 
 void bpi_fab_close(struct bpi_fab *f)
 {
-	if (f->ep)
-		fi_close(&f->ep->fid);
-	if (f->av)
-		fi_close(&f->av->fid);
-	if (f->cq)
-		fi_close(&f->cq->fid);
+	close_ep(f);
 	if (f->domain)
 		fi_close(&f->domain->fid);
 	if (f->fabric)

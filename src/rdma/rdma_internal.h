@@ -76,6 +76,12 @@ struct bpi_fab {
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
 void bpi_fab_close(struct bpi_fab *f);
+/*
+ * Close f's endpoint, CQ and AV and open new ones in the same domain (a
+ * rail whose operations will never complete). On failure f has none.
+ */
+int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
+		      bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
 
 /* Whether the provider's CQs have a wait fd (FI_WAIT_FD, FI_GETWAIT). */
 bool bpi_fab_has_wait_fd(struct fi_info *info);
@@ -159,7 +165,17 @@ struct bpi_peer {
 /* One worker's rail: owned by that worker thread once the pipeline runs. */
 struct bpi_rail {
 	struct bpi_fab fab;
-	unsigned inflight;	   /* posted, not yet completed */
+	unsigned inflight; /* posted, not yet completed */
+	/*
+	 * Posted jobs by slot (hdr.stage_word), so that a rail whose
+	 * operations never complete (a dead peer on shm) can fail them; the
+	 * free slots are free_slot[0 .. credits - inflight).
+	 */
+	struct bp_rdma_job **flight;
+	uint32_t *free_slot;
+	int64_t quiet_since;	   /* in flight, no completion since, or 0 */
+	unsigned empty_reads;	   /* the clock is read every 256th */
+	uint32_t gen;		   /* endpoint reopened this often: MR slots */
 	struct bp_rdma_job *pend;  /* FIFO of jobs not yet posted (linked */
 	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
 	unsigned npend;
@@ -198,7 +214,8 @@ struct bp_rdma {
 	/* a plain completion already means the data landed (shm copies
 	 * before it completes): BP_RDMA_JOB_DELIVERED costs nothing extra */
 	bool completes_delivered;
-	_Atomic int started; /* a worker ran init: domains are theirs */
+	_Atomic int started; /* workers between init and fini: they own the
+				domains */
 };
 
 #endif

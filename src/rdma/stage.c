@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <batchpipe/error.h>
+
 #include "rdma_internal.h"
 
 #define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
@@ -137,7 +139,8 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 {
 	uintptr_t a = (uintptr_t)j->buf;
 	const struct bpi_mr_entry *e = rl->last_mr;
-	uint32_t slot = ws->id * r->cfg.rails + k;
+	/* a reopened endpoint starts a new slot space (see reset_rail) */
+	uint32_t slot = (rl->gen * r->cfg.workers + ws->id) * r->cfg.rails + k;
 
 	if (!e || a < e->base || a + j->len > e->base + e->len) {
 		e = bpi_mrcache_find(r->mrs, slot, a, j->len);
@@ -167,6 +170,47 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 	return 0;
 }
 
+static void flight_add(const struct bp_rdma *r, struct bpi_rail *rl,
+		       struct bp_rdma_job *j)
+{
+	uint32_t slot = rl->free_slot[r->cfg.credits - rl->inflight - 1];
+
+	rl->flight[slot] = j;
+	j->hdr.stage_word = slot;
+	rl->inflight++;
+}
+
+static void flight_del(const struct bp_rdma *r, struct bpi_rail *rl,
+		       struct bp_rdma_job *j)
+{
+	rl->flight[j->hdr.stage_word] = NULL;
+	rl->inflight--;
+	rl->free_slot[r->cfg.credits - rl->inflight - 1] = j->hdr.stage_word;
+}
+
+/* Fail the rail's queued jobs whose peer is given up on this rail. */
+static unsigned fail_queued_down(struct bpi_worker *ws, struct bp_worker *w,
+				 struct bpi_rail *rl, int err)
+{
+	struct bp_rdma_job **pp = &rl->pend;
+	unsigned failed = 0;
+
+	while (*pp) {
+		struct bp_rdma_job *j = *pp;
+
+		if (!rl->peer_down[j->peer]) {
+			pp = (struct bp_rdma_job **)&JOB_NEXT(j);
+			continue;
+		}
+		*pp = JOB_NEXT(j);
+		rl->npend--;
+		fail_job(ws, w, rl, j, err);
+		failed++;
+	}
+	rl->tail = pp;
+	return failed;
+}
+
 /*
  * The provider has refused the rail's head job with -FI_EAGAIN. Until
  * peer_timeout_ns that is back-pressure (or a connection being set up:
@@ -180,9 +224,7 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 		    struct bp_worker *w)
 {
 	int64_t t = bpi_now_ns();
-	uint32_t peer = head->peer;
-	struct bp_rdma_job **pp = &rl->pend;
-	unsigned failed = 0;
+	unsigned failed;
 
 	if (!rl->eagain_since) {
 		rl->eagain_since = t;
@@ -191,25 +233,13 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	if ((uint64_t)(t - rl->eagain_since) < r->cfg.peer_timeout_ns)
 		return false;
 	rl->eagain_since = 0;
-	rl->peer_down[peer] = 1;
-	while (*pp) {
-		struct bp_rdma_job *j = *pp;
-
-		if (j->peer != peer) {
-			pp = (struct bp_rdma_job **)&JOB_NEXT(j);
-			continue;
-		}
-		*pp = JOB_NEXT(j);
-		rl->npend--;
-		fail_job(ws, w, rl, j, -ETIMEDOUT);
-		failed++;
-	}
-	rl->tail = pp;
+	rl->peer_down[head->peer] = 1;
+	failed = fail_queued_down(ws, w, rl, -ETIMEDOUT);
 	bpi_rlog(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: peer %u took nothing for %llu ms "
 		 "(-FI_EAGAIN): given up, %u queued jobs failed; add it again "
 		 "once it is back",
-		 ws->id, k, peer,
+		 ws->id, k, head->peer,
 		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
 		 failed);
 	return true;
@@ -298,7 +328,7 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 			fail_job(ws, w, rl, j, bpi_fi_err((int)rc));
 			continue;
 		}
-		rl->inflight++;
+		flight_add(r, rl, j);
 		posted++;
 	}
 	if (posted)
@@ -332,6 +362,7 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	struct fi_cq_err_entry err = {0};
 	char pbuf[256];
 	struct bp_rdma_job *j;
+	int rc;
 
 	if (fi_cq_readerr(rl->fab.cq, &err, 0) != 1 || !err.op_context)
 		return;
@@ -346,8 +377,83 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 		 j->len, j->peer, fi_strerror(err.err),
 		 fi_cq_strerror(rl->fab.cq, err.prov_errno, err.err_data, pbuf,
 				sizeof(pbuf)));
-	rl->inflight--;
-	fail_job(ws, w, rl, j, err.err ? bpi_fi_err(err.err) : -EIO);
+	flight_del(r, rl, j);
+	rc = err.err ? bpi_fi_err(abs(err.err)) : -EIO;
+	/* the provider's "canceled" (a connection it dropped) is not the
+	 * pipeline's abort: BP_JOB_CANCELLED means that alone */
+	fail_job(ws, w, rl, j, rc == BP_JOB_CANCELLED ? -ECONNABORTED : rc);
+}
+
+/*
+ * Operations in flight on a rail that completes nothing for
+ * peer_timeout_ns will never complete: posted to a dead peer, shm keeps
+ * them forever. Fail them, give up their peers on this rail (and the jobs
+ * queued for those), and reopen the rail's endpoint, CQ and AV in the same
+ * domain, so that no late completion can name a job already handed back.
+ */
+static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
+		       struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	bool event = r->cfg.cq_wait == BP_RDMA_CQ_EVENT;
+	unsigned stuck = rl->inflight, queued;
+	int rc;
+
+	for (unsigned i = 0; i < r->cfg.credits; i++) {
+		struct bp_rdma_job *j = rl->flight[i];
+
+		if (!j)
+			continue;
+		rl->flight[i] = NULL;
+		rl->peer_down[j->peer] = 1;
+		fail_job(ws, w, rl, j, -ETIMEDOUT);
+	}
+	rl->inflight = 0;
+	for (unsigned i = 0; i < r->cfg.credits; i++)
+		rl->free_slot[i] = i;
+	queued = fail_queued_down(ws, w, rl, -EHOSTUNREACH);
+	if (event)
+		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
+	rc = bpi_fab_reopen_ep(bpi_fab_rail_info(r->info, k),
+			       r->cfg.credits + r->cfg.reap_batch,
+			       r->cfg.max_peers, event, &r->log, &rl->fab);
+	if (!rc && event) {
+		struct epoll_event ev = {.events = EPOLLIN};
+
+		if (epoll_ctl(ws->epfd, EPOLL_CTL_ADD, rl->fab.cq_fd, &ev))
+			rc = -errno;
+	}
+	for (unsigned i = 0; i < r->cfg.max_peers; i++) {
+		rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
+		if (rc)
+			rl->peer_down[i] = 1; /* no endpoint: nothing goes */
+	}
+	rl->last_mr = NULL;
+	rl->gen++;
+	rl->quiet_since = rl->eagain_since = 0;
+	bpi_rlog(&r->log, BP_LOG_ERROR,
+		 "worker %u rail %u: %u operations in flight, none completed "
+		 "for %llu ms: failed, their peers given up on this rail (%u "
+		 "queued jobs failed), endpoint reopened%s%s",
+		 ws->id, k, stuck,
+		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000), queued,
+		 rc ? " - FAILED, the rail takes no more jobs: " : "",
+		 rc ? bp_strerror(rc) : "");
+	if (rc)
+		fail_queued_down(ws, w, rl, -EHOSTUNREACH);
+}
+
+/* An empty read with operations in flight: how long has it been quiet? */
+static void check_quiet(struct bp_rdma *r, struct bpi_worker *ws,
+			struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	int64_t t = bpi_now_ns();
+
+	if (!rl->quiet_since)
+		rl->quiet_since = t;
+	else if ((uint64_t)(t - rl->quiet_since) >= r->cfg.peer_timeout_ns)
+		reset_rail(r, ws, w, k);
 }
 
 /*
@@ -369,6 +475,8 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		if (n == -FI_EAGAIN) {
 			stat_add(&rl->st.cq_empty, 1);
 			stat_add(&rl->st.reap_hist[0], 1);
+			if (rl->inflight && !got && !(++rl->empty_reads & 255))
+				check_quiet(r, ws, w, k);
 			break;
 		}
 		if (n == -FI_EAVAIL) {
@@ -386,15 +494,17 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		for (ssize_t i = 0; i < n; i++) {
 			struct bp_rdma_job *j = ctx_job(rl->cqe[i].op_context);
 
+			flight_del(r, rl, j);
 			j->hdr.status = BP_JOB_OK;
 			done_add(ws, w, j);
 		}
-		rl->inflight -= (unsigned)n;
 		stat_add(&rl->st.completed, (uint64_t)n);
 		got += (unsigned)n;
 		if (!rl->inflight)
 			break;
 	}
+	if (got)
+		rl->quiet_since = 0;
 	return got;
 }
 
@@ -438,13 +548,22 @@ static int rdma_init(struct bp_worker *w, void **state)
 		return -EINVAL;
 	}
 	/* release: bp_rdma_register's acquire sees the domains taken */
-	atomic_store_explicit(&r->started, 1, memory_order_release);
+	atomic_fetch_add_explicit(&r->started, 1, memory_order_release);
 	if (r->cfg.pin == BP_RDMA_PIN_RAIL_LOCAL)
 		bpi_pin_rail_local(bpi_fab_rail_info(r->info, 0), id,
 				   r->cfg.fallback_cpus, r->cfg.n_fallback_cpus,
 				   &r->log);
 	*state = &r->workers[id];
 	return 0;
+}
+
+static void rdma_fini(void *state, struct bp_worker *w)
+{
+	struct bpi_worker *ws = state;
+
+	/* release: this worker is done with its domains; pairs with
+	 * bp_rdma_register's acquire */
+	atomic_fetch_sub_explicit(&ws->r->started, 1, memory_order_release);
 }
 
 static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
@@ -617,8 +736,13 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
 		rl->peer_down = calloc(c->max_peers, 1);
 		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
-		if (!rl->peer_addr || !rl->peer_down || !rl->cqe)
+		rl->flight = calloc(c->credits, sizeof(*rl->flight));
+		rl->free_slot = malloc(c->credits * sizeof(*rl->free_slot));
+		if (!rl->peer_addr || !rl->peer_down || !rl->cqe ||
+		    !rl->flight || !rl->free_slot)
 			return -ENOMEM;
+		for (unsigned i = 0; i < c->credits; i++)
+			rl->free_slot[i] = i;
 		for (unsigned i = 0; i < c->max_peers; i++)
 			rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
 		rc = bpi_fab_open(bpi_fab_rail_info(r->info, k),
@@ -722,6 +846,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 		.process = rdma_process,
 		.poll = rdma_poll,
 		.cancel = rdma_cancel,
+		.fini = rdma_fini,
 		.stats_json = rdma_stats_json,
 	};
 	*out = r;
@@ -825,6 +950,8 @@ void bp_rdma_destroy(struct bp_rdma *r)
 				bpi_fab_close(&ws->rails[k].fab);
 				free(ws->rails[k].peer_addr);
 				free(ws->rails[k].peer_down);
+				free(ws->rails[k].flight);
+				free(ws->rails[k].free_slot);
 				free(ws->rails[k].cqe);
 			}
 			if (ws->epfd >= 0)
