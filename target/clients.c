@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clients.c - bp-target's control connections. Each is a non-blocking
+ * socket in the main epoll loop with an input buffer of one maximum message
+ * (so a message that fits the protocol always fits the buffer) and a small
+ * output buffer. Every byte goes through bpi_proto_parse; anything it
+ * refuses, a message out of turn, a client that stops in the middle of a
+ * message for --stall-ms, or one that does not read its answers closes
+ * that connection alone, with a log line saying which and why.
+ *
+ * A client's region is daemon memory (anonymous mmap: zeroed and page
+ * aligned) exposed through the node under keys of its own; it lives from
+ * WELCOME to the end of the connection. A client whose fill is still in the
+ * pipeline when its connection ends stays in the list, without a socket,
+ * until the fill's last page is back (the jobs point at its request).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define OUT_MAX		  (16u << 10) /* answers not yet sent */
+#define PROGRESS_EVERY_NS (100ll * 1000000ll)
+
+enum client_state {
+	CS_HELLO, /* connected, HELLO not yet seen */
+	CS_READY, /* WELCOME sent: QUERY, FILL, BYE */
+	CS_GONE,  /* socket closed; waits for its fill to come back */
+};
+
+struct client {
+	struct client *prev, *next;
+	uint64_t id;
+	int fd;
+	enum client_state state;
+	bool out_armed; /* EPOLLOUT requested */
+	char name[96];
+	int64_t accepted_ns;
+	int64_t partial_since_ns; /* first byte of an incomplete message */
+	void *mem;		  /* the region */
+	size_t map_len;
+	uint64_t region_len;
+	struct bp_rdma_region *reg;
+	struct fill_req *fill;
+	int64_t progress_ns; /* last FILL_PROGRESS */
+	size_t inlen, outoff, outlen;
+	uint8_t in[BPI_MSG_MAX];
+	uint8_t out[OUT_MAX];
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+const char *client_name(const struct client *c)
+{
+	return c->name;
+}
+
+static void client_free(struct target *t, struct client *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		t->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	t->nclients--;
+	/* withdraw the keys before the memory goes */
+	bp_rdma_region_close(c->reg);
+	if (c->mem != NULL)
+		munmap(c->mem, c->map_len);
+	fill_req_free(c->fill);
+	free(c);
+}
+
+/* End the conversation (the region stays while a fill is out). */
+static void client_drop(struct target *t, struct client *c, int verbose_only,
+			const char *why)
+{
+	if (c->state != CS_GONE) {
+		tlog(t, verbose_only, c, "closing: %s", why);
+		epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+		c->state = CS_GONE;
+	}
+	if (c->fill != NULL) {
+		fill_req_stop(c->fill);
+		return; /* freed by clients_tick once the fill is back */
+	}
+	client_free(t, c);
+}
+
+static void arm_out(struct target *t, struct client *c, bool on)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
+				 .data.ptr = c};
+
+	if (c->out_armed == on)
+		return;
+	c->out_armed = on;
+	epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Send what is queued. 0, or -1 when the client was dropped. */
+static int flush_out(struct target *t, struct client *c)
+{
+	while (c->outoff < c->outlen) {
+		ssize_t n = send(c->fd, c->out + c->outoff,
+				 c->outlen - c->outoff, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->outoff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			arm_out(t, c, true);
+			return 0;
+		}
+		client_drop(t, c, 0, n < 0 ? strerror(errno) : "send failed");
+		return -1;
+	}
+	c->outoff = c->outlen = 0;
+	arm_out(t, c, false);
+	return 0;
+}
+
+/* Queue m and send what can go now. 0, or -1 when the client was dropped. */
+static int send_msg(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	ssize_t n;
+
+	if (c->outoff > 0 && c->outoff == c->outlen)
+		c->outoff = c->outlen = 0;
+	n = bpi_proto_encode(m, c->out + c->outlen, sizeof(c->out) - c->outlen);
+	if (n == -ENOSPC) {
+		client_drop(t, c, 0, "does not read its answers");
+		return -1;
+	}
+	if (n < 0) { /* a bug of ours: say so rather than send garbage */
+		tlog(t, 0, c, "cannot encode %s: %s",
+		     bpi_proto_type_name(m->type), strerror((int)-n));
+		client_drop(t, c, 0, "internal error");
+		return -1;
+	}
+	c->outlen += (size_t)n;
+	return flush_out(t, c);
+}
+
+/* ERROR(code, text), then close: for what ends a conversation. */
+static void refuse(struct target *t, struct client *c, int code,
+		   const char *text)
+{
+	struct bpi_msg m = {.type = BPI_MSG_ERROR};
+
+	m.u.error.code = code;
+	snprintf(m.u.error.text, sizeof(m.u.error.text), "%s", text);
+	if (send_msg(t, c, &m) == 0)
+		client_drop(t, c, 0, text);
+}
+
+/* What a parser error means, for the log: which check failed. */
+static void describe_bad(const struct client *c, ssize_t err, char *buf,
+			 size_t size)
+{
+	const uint8_t *b = c->in;
+	unsigned version = c->inlen >= 6 ? b[4] | (unsigned)b[5] << 8 : 0;
+	unsigned type = c->inlen >= 8 ? b[6] | (unsigned)b[7] << 8 : 0;
+	unsigned long blen = c->inlen >= 12
+				     ? (unsigned long)b[8] |
+					       (unsigned long)b[9] << 8 |
+					       (unsigned long)b[10] << 16 |
+					       (unsigned long)b[11] << 24
+				     : 0;
+
+	if (err == -EMSGSIZE)
+		snprintf(buf, size,
+			 "oversized message: header announces %lu body bytes "
+			 "(limit %u)",
+			 blen, BPI_MSG_MAX - BPI_HDR_LEN);
+	else if (err == -EPROTO && c->inlen >= 4 && memcmp(b, "BPRT", 4) != 0)
+		snprintf(buf, size, "garbage: wrong magic %02x %02x %02x %02x",
+			 b[0], b[1], b[2], b[3]);
+	else if (err == -EPROTO && c->inlen < 4)
+		snprintf(buf, size, "garbage: wrong magic");
+	else if (err == -EPROTO && version != BPI_PROTO_VERSION)
+		snprintf(buf, size, "wrong protocol version %u (want %u)",
+			 version, BPI_PROTO_VERSION);
+	else if (err == -EPROTO)
+		snprintf(buf, size, "unknown message type %u", type);
+	else
+		snprintf(buf, size, "malformed %s body (%lu bytes)",
+			 bpi_proto_type_name(type), blen);
+}
+
+/* The handlers return 0, or -1 when the client was dropped (c may be
+ * freed: do not touch it). */
+static int on_hello(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	const char *prov = bp_rdma_node_provider(t->node);
+	struct bpi_msg w = {.type = BPI_MSG_WELCOME};
+	uint64_t len = m->u.hello.region_len;
+	long pagesz = sysconf(_SC_PAGESIZE);
+	char text[BPI_TEXT_MAX];
+	int rc;
+
+	if (!auth_check(t, m->u.hello.token, m->u.hello.token_len)) {
+		refuse(t, c, -EACCES, "wrong token");
+		return -1;
+	}
+	if (m->u.hello.provider[0] != '\0' &&
+	    strcmp(m->u.hello.provider, prov) != 0) {
+		snprintf(text, sizeof(text),
+			 "provider %s not served: this daemon serves %s",
+			 m->u.hello.provider, prov);
+		refuse(t, c, -EINVAL, text);
+		return -1;
+	}
+	if (m->u.hello.rails != t->o.rails) {
+		snprintf(text, sizeof(text),
+			 "rails %u asked: this daemon has %u rails",
+			 m->u.hello.rails, t->o.rails);
+		refuse(t, c, -EINVAL, text);
+		return -1;
+	}
+	if (len == 0 || len > t->o.max_region) {
+		snprintf(text, sizeof(text),
+			 "region of %llu bytes refused (1..%llu, --max-region)",
+			 (unsigned long long)len,
+			 (unsigned long long)t->o.max_region);
+		refuse(t, c, len == 0 ? -EINVAL : -ENOMEM, text);
+		return -1;
+	}
+	c->map_len = (size_t)((len + (uint64_t)pagesz - 1) &
+			      ~((uint64_t)pagesz - 1));
+	/* anonymous mmap: zeroed and page aligned, and given back whole */
+	c->mem = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->mem == MAP_FAILED) {
+		c->mem = NULL;
+		snprintf(text, sizeof(text), "cannot allocate %llu bytes",
+			 (unsigned long long)len);
+		refuse(t, c, -ENOMEM, text);
+		return -1;
+	}
+	c->region_len = len;
+	rc = bp_rdma_node_expose(t->node, c->mem, (size_t)len, NULL, &c->reg);
+	if (rc < 0) {
+		c->reg = NULL;
+		snprintf(text, sizeof(text), "cannot expose the region: %s",
+			 strerror(-rc));
+		refuse(t, c, rc, text);
+		return -1;
+	}
+	snprintf(w.u.welcome.provider, sizeof(w.u.welcome.provider), "%s",
+		 prov);
+	bp_rdma_region_describe(c->reg, &w.u.welcome.desc);
+	if (send_msg(t, c, &w) < 0)
+		return -1;
+	c->state = CS_READY;
+	tlog(t, 1, c, "welcome: region of %llu bytes", (unsigned long long)len);
+	return 0;
+}
+
+static int on_query(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	struct bpi_msg r = {.type = BPI_MSG_QUERY_REPLY};
+	uint64_t off = m->u.query.offset, len = m->u.query.len;
+
+	if (off > c->region_len || len > c->region_len - off) {
+		r.u.reply.status = -ERANGE;
+		tlog(t, 1, c, "query [%llu, +%llu) outside the region",
+		     (unsigned long long)off, (unsigned long long)len);
+	} else {
+		rdma_reads_begin(); /* see target.h */
+		r.u.reply.digest =
+			bp_rdma_digest((const uint8_t *)c->mem + off, len);
+		rdma_reads_end();
+	}
+	r.u.reply.imm_count = bp_rdma_node_data_count(t->node);
+	/* relaxed: a statistic; on_data's adds are ordered with nothing */
+	r.u.reply.imm_sum =
+		atomic_load_explicit(&t->imm_sum, memory_order_relaxed);
+	return send_msg(t, c, &r);
+}
+
+static int on_fill(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	struct bpi_msg d = {.type = BPI_MSG_FILL_DONE};
+	int rc;
+
+	if (c->fill != NULL) {
+		refuse(t, c, -EPROTO, "FILL while its fill is running");
+		return -1;
+	}
+	rc = filler_start(t->filler, m, &c->fill);
+	if (rc < 0) {
+		c->fill = NULL;
+		tlog(t, 0, c, "fill of %llu bytes in pages of %u refused: %s%s",
+		     (unsigned long long)m->u.fill.len, m->u.fill.page,
+		     strerror(-rc),
+		     rc == -EINVAL ? " (page over the staging buffer, or "
+				     "len/rails do not fit the region)"
+				   : "");
+		d.u.done.status = rc;
+		return send_msg(t, c, &d);
+	}
+	c->progress_ns = now_ns();
+	tlog(t, 1, c, "fill: %llu bytes in pages of %u, seed %llu",
+	     (unsigned long long)m->u.fill.len, m->u.fill.page,
+	     (unsigned long long)m->u.fill.seed);
+	return 0;
+}
+
+/* One parsed message. Returns -1 when the client was dropped. */
+static int on_msg(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	char text[128];
+
+	if (c->state == CS_HELLO && m->type != BPI_MSG_HELLO) {
+		snprintf(text, sizeof(text), "expected HELLO, got %s",
+			 bpi_proto_type_name(m->type));
+		refuse(t, c, -EPROTO, text);
+		return -1;
+	}
+	switch (m->type) {
+	case BPI_MSG_HELLO:
+		if (c->state != CS_HELLO)
+			break;
+		return on_hello(t, c, m);
+	case BPI_MSG_QUERY:
+		return on_query(t, c, m);
+	case BPI_MSG_FILL:
+		return on_fill(t, c, m);
+	case BPI_MSG_BYE:
+		client_drop(t, c, 1, "BYE");
+		return -1;
+	default:
+		break;
+	}
+	snprintf(text, sizeof(text), "%s out of turn",
+		 bpi_proto_type_name(m->type));
+	refuse(t, c, -EPROTO, text);
+	return -1;
+}
+
+/* Parse and act on what is in the buffer. -1 when dropped. */
+static int drain_input(struct target *t, struct client *c)
+{
+	for (;;) {
+		struct bpi_msg m;
+		ssize_t r = bpi_proto_parse(c->in, c->inlen, &m);
+		char why[160];
+
+		if (r == 0) {
+			/* a stall is measured from the first byte of the
+			 * message that is not complete */
+			if (c->inlen == 0)
+				c->partial_since_ns = 0;
+			else if (c->partial_since_ns == 0)
+				c->partial_since_ns = now_ns();
+			return 0;
+		}
+		if (r < 0) {
+			describe_bad(c, r, why, sizeof(why));
+			/* no ERROR back: whoever sends this does not speak
+			 * the protocol, or is probing it */
+			client_drop(t, c, 0, why);
+			return -1;
+		}
+		c->inlen -= (size_t)r;
+		memmove(c->in, c->in + r, c->inlen);
+		c->partial_since_ns = 0;
+		if (on_msg(t, c, &m) < 0)
+			return -1;
+	}
+}
+
+static void on_readable(struct target *t, struct client *c)
+{
+	for (;;) {
+		ssize_t n;
+		char why[96];
+
+		/* the buffer holds one maximum message, and a complete one
+		 * is always consumed: it is never full here */
+		n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
+		if (n > 0) {
+			c->inlen += (size_t)n;
+			if (drain_input(t, c) < 0)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n == 0 && c->inlen > 0)
+			snprintf(why, sizeof(why),
+				 "truncated: connection ended %zu bytes into "
+				 "a message",
+				 c->inlen);
+		else if (n == 0)
+			snprintf(why, sizeof(why), "disconnected");
+		else
+			snprintf(why, sizeof(why), "recv: %s", strerror(errno));
+		client_drop(t, c, n == 0 && c->inlen == 0, why);
+		return;
+	}
+}
+
+void clients_event(struct target *t, struct client *c, uint32_t events)
+{
+	if (events & EPOLLOUT) {
+		if (flush_out(t, c) < 0)
+			return;
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		on_readable(t, c);
+}
+
+void clients_accept(struct target *t)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char host[INET6_ADDRSTRLEN] = "?";
+		unsigned port = 0;
+		struct epoll_event ev;
+		struct client *c;
+		int fd;
+
+		fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				tlog(t, 0, NULL, "accept: %s", strerror(errno));
+			return;
+		}
+		if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *a = (void *)&ss;
+
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (void *)&ss;
+
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+		if (t->nclients >= t->o.max_clients) {
+			static const char busy[] = "too many clients";
+			uint8_t buf[64];
+			struct bpi_msg m = {.type = BPI_MSG_ERROR};
+			ssize_t n;
+
+			m.u.error.code = -EBUSY;
+			memcpy(m.u.error.text, busy, sizeof(busy));
+			n = bpi_proto_encode(&m, buf, sizeof(buf));
+			if (n > 0) /* best effort: a fresh socket has room */
+				(void)!send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+			tlog(t, 0, NULL, "refusing %s:%u: %u clients already",
+			     host, port, t->nclients);
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			tlog(t, 0, NULL, "refusing %s:%u: out of memory", host,
+			     port);
+			close(fd);
+			continue;
+		}
+		c->id = ++t->next_id;
+		c->fd = fd;
+		c->accepted_ns = now_ns();
+		snprintf(c->name, sizeof(c->name), "client %llu (%s:%u)",
+			 (unsigned long long)c->id, host, port);
+		ev = (struct epoll_event){.events = EPOLLIN, .data.ptr = c};
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			tlog(t, 0, c, "epoll: %s", strerror(errno));
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = t->clients;
+		if (c->next)
+			c->next->prev = c;
+		t->clients = c;
+		t->nclients++;
+		tlog(t, 1, c, "connected");
+	}
+}
+
+/* The fill of c: progress now and then, FILL_DONE once all is back.
+ * Returns -1 when c was freed or dropped. */
+static int tick_fill(struct target *t, struct client *c, int64_t now)
+{
+	struct bpi_msg m;
+	uint64_t done, ns;
+	int status;
+
+	if (!fill_req_poll(c->fill, &done, &status, &ns)) {
+		if (c->state == CS_GONE)
+			return -1;
+		if (now - c->progress_ns < PROGRESS_EVERY_NS)
+			return 0;
+		c->progress_ns = now;
+		m = (struct bpi_msg){.type = BPI_MSG_FILL_PROGRESS};
+		m.u.progress.done = done;
+		return send_msg(t, c, &m);
+	}
+	fill_req_free(c->fill);
+	c->fill = NULL;
+	if (c->state == CS_GONE) {
+		client_free(t, c);
+		return -1;
+	}
+	if (status < 0)
+		tlog(t, 0, c, "fill failed after %llu bytes: %s",
+		     (unsigned long long)done, strerror(-status));
+	else
+		tlog(t, 1, c, "fill done: %llu bytes in %.3f s",
+		     (unsigned long long)done, (double)ns / 1e9);
+	m = (struct bpi_msg){.type = BPI_MSG_FILL_DONE};
+	m.u.done.status = status;
+	m.u.done.bytes = done;
+	m.u.done.ns = ns;
+	return send_msg(t, c, &m);
+}
+
+void clients_tick(struct target *t)
+{
+	int64_t now = now_ns(), stall = (int64_t)t->o.stall_ms * 1000000ll;
+	struct client *c, *next;
+	char why[128];
+
+	for (c = t->clients; c != NULL; c = next) {
+		next = c->next; /* c may be freed below */
+		if (c->fill != NULL && tick_fill(t, c, now) < 0)
+			continue;
+		if (c->state == CS_GONE)
+			continue;
+		if (c->partial_since_ns && now - c->partial_since_ns > stall) {
+			snprintf(why, sizeof(why),
+				 "stalled mid-message: %zu bytes, nothing more "
+				 "for %u ms",
+				 c->inlen, t->o.stall_ms);
+			client_drop(t, c, 0, why);
+		} else if (c->state == CS_HELLO &&
+			   now - c->accepted_ns > stall) {
+			snprintf(why, sizeof(why), "no HELLO within %u ms",
+				 t->o.stall_ms);
+			client_drop(t, c, 0, why);
+		}
+	}
+}
+
+int clients_next_tick_ms(const struct target *t)
+{
+	/* progress is due every 100 ms and stalls are checked at the same
+	 * pace (within 50 ms of --stall-ms); idle, the loop wakes 20 times
+	 * a second, which costs nothing measurable */
+	return t->clients != NULL ? 50 : 500;
+}
+
+void clients_stop_fills(struct target *t)
+{
+	for (struct client *c = t->clients; c != NULL; c = c->next) {
+		if (c->fill != NULL) {
+			fill_req_stop(c->fill);
+			fill_req_join(c->fill);
+		}
+	}
+}
+
+void clients_close_all(struct target *t)
+{
+	while (t->clients != NULL) {
+		struct client *c = t->clients;
+
+		if (c->state != CS_GONE) {
+			tlog(t, 1, c, "closing: daemon exits");
+			epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+			close(c->fd);
+			c->state = CS_GONE;
+		}
+		/* the pipeline is gone: nothing of the fill is in flight */
+		client_free(t, c);
+	}
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target.h - bp-target's parts, shared between its files:
+ *
+ *   main.c     options, start-up, the epoll loop, shutdown
+ *   clients.c  control connections: input buffers, the conversation, stalls
+ *   filler.c   the fill engine: a pipeline with the RDMA stage that writes
+ *              generated pages into clients' regions
+ *   auth.c     the token file and its constant-time check
+ *   tlog.c     log lines on stderr
+ *
+ * Threads: the main thread owns every socket and every client; a fill
+ * thread per running fill submits jobs; the pipeline's workers and sink and
+ * the node's progress threads belong to the library. The fill threads and
+ * the sink talk to the main thread only through a fill request's atomics
+ * and an eventfd.
+ */
+#ifndef BP_TARGET_H
+#define BP_TARGET_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchpipe/pipeline.h>
+#include <batchpipe/rdma.h>
+
+#include "proto.h"
+
+/*
+ * Client regions are written by one-sided RDMA: a libfabric progress thread
+ * copies the bytes in with no synchronisation the CPU side could see (the
+ * control protocol says when to look). QUERY's digest reads them anyway, by
+ * design; under TSAN those reads are excluded from race detection.
+ */
+#if BP_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define rdma_reads_begin() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define rdma_reads_end()   AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define rdma_reads_begin() ((void)0)
+#define rdma_reads_end()   ((void)0)
+#endif
+
+struct target_opts {
+	const char *listen;   /* control address */
+	unsigned port;	      /* 0: ephemeral */
+	const char *provider; /* NULL: auto */
+	unsigned rails;
+	const char *fabric_node; /* address libfabric binds */
+	const char *token_file;	 /* NULL: none */
+	unsigned max_clients;
+	uint64_t max_region;
+	unsigned fill_workers;
+	unsigned stall_ms;
+	uint32_t stage_slot; /* bytes of one staging buffer: the largest page */
+	unsigned stage_slots;	 /* staging buffers: pages in flight at most */
+	unsigned max_fill_peers; /* distinct client regions FILL may target */
+	int verbose;
+};
+
+struct client;
+struct filler;
+struct fill_req;
+
+struct target {
+	struct target_opts o;
+	char token[BPI_TOKEN_MAX + 1];
+	size_t token_len;
+	bool have_token;
+	struct bp_rdma_node *node;
+	struct filler *filler;
+	/* sum of the immediate data the node received: written by the
+	 * progress threads, read by the main thread (see on_data) */
+	_Atomic uint64_t imm_sum;
+	int epfd;
+	int lfd;		/* listening socket */
+	int sigfd;		/* SIGTERM, SIGINT */
+	int evfd;		/* fills: "look at me" */
+	struct client *clients; /* doubly linked, the main thread's */
+	unsigned nclients;
+	uint64_t next_id;
+	bool quit;
+};
+
+/* tlog.c. client may be NULL (a daemon-wide line). */
+__attribute__((format(printf, 4, 5))) void tlog(const struct target *t,
+						int verbose_only,
+						const struct client *c,
+						const char *fmt, ...);
+/* the library's log callback: ctx is the target */
+void tlog_lib(void *ctx, enum bp_log_level level, const char *msg);
+/* "client 3 (127.0.0.1:4242)" */
+const char *client_name(const struct client *c);
+
+/* auth.c */
+int auth_load(struct target *t, const char *path);
+bool auth_check(const struct target *t, const char *token, size_t len);
+
+/* clients.c */
+void clients_accept(struct target *t);
+void clients_event(struct target *t, struct client *c, uint32_t events);
+void clients_tick(struct target *t); /* stalls, fill progress; ~100 ms */
+/* shutdown, in this order: stop_fills (threads joined), filler_destroy,
+ * close_all (requests freed, regions closed) */
+void clients_stop_fills(struct target *t);
+void clients_close_all(struct target *t);
+/* ms until the next thing clients_tick must do, at most 100 */
+int clients_next_tick_ms(const struct target *t);
+
+/* filler.c */
+int filler_create(struct target *t, struct filler **out);
+void filler_destroy(struct filler *f);
+/*
+ * Start a fill of m (a FILL): returns 0 and *out (a thread is submitting
+ * its pages), or -EINVAL (page larger than a staging buffer, bad desc),
+ * -ENOSPC (no peer slot left), -ENOMEM, -EAGAIN (thread creation).
+ */
+int filler_start(struct filler *f, const struct bpi_msg *m,
+		 struct fill_req **out);
+/* Stop submitting more of r's pages (the client went away). */
+void fill_req_stop(struct fill_req *r);
+/* Bytes written so far; true and *status, *ns once every page is in. */
+bool fill_req_poll(struct fill_req *r, uint64_t *done, int *status,
+		   uint64_t *ns);
+/* Wait for r's thread to stop submitting (fill_req_stop first). */
+void fill_req_join(struct fill_req *r);
+/* Join and free: once fill_req_poll said finished, or once the pipeline
+ * is gone (filler_destroy: nothing of r can be in flight any more). */
+void fill_req_free(struct fill_req *r);
+
+#endif /* BP_TARGET_H */
