@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_stage_peer_death PROVIDER [BP_TARGET] - the peer dies (SIGKILL) while
+ * a pipeline writes into it without pause.
+ *
+ * The peer is a child process running a node (fork before any libfabric
+ * call here; its description comes back through a pipe), or, with the path
+ * of bp-target as the second argument, the real daemon (bp_rdma_connect ->
+ * bp_rdma_conn_peer -> bp_rdma_peer_add). A producer thread keeps
+ * submitting 64 KiB writes (every 8th DELIVERED); once 300 have completed
+ * ok the peer gets SIGKILL; the producer keeps submitting for 2 s more,
+ * then main drains.
+ *
+ * Asserts, after the kill:
+ *   - nothing hangs: the drain returns and every job has reached the sink
+ *     within 10 s of the kill + peer_timeout_ns (set to 2 s here) (x2
+ *     under TSAN); the watchdog fails a hang with a message;
+ *   - nothing is lost: each accepted job is delivered exactly once;
+ *     submitted == ok + failed + cancelled, cancelled == 0;
+ *   - the jobs submitted 1 s or more after the kill fail with a negative
+ *     errno (none "succeeds" into a dead peer); the ones in between may
+ *     still complete ok (sent before the connection was seen gone);
+ *   - on the rails, every posted operation completed (ok or error).
+ * It prints what the provider did (statuses after the kill, with counts
+ * and when the last one came) so the behaviour is on record.
+ */
+#include <poll.h>
+#include <sys/wait.h>
+
+#include "st_common.h"
+
+ST_DEFINE_GLOBALS;
+
+#define JLEN	(64 * 1024)
+#define RLEN	(8u << 20)
+#define MAXJ	400000
+#define TIMEOUT 2000000000ull /* peer_timeout_ns */
+
+struct pjob {
+	struct st_job j; /* first */
+	int64_t submit_ns;
+};
+
+struct run {
+	struct st_fix f;
+	struct pjob *jobs;
+	uint8_t *src;
+	atomic_uint accepted;
+	atomic_llong kill_ns; /* 0 until the kill */
+	atomic_int stop;
+	int last_rc;
+};
+
+static void *drainer(void *arg)
+{
+	struct run *r = arg;
+
+	r->last_rc = bp_pipeline_drain(r->f.p);
+	/* release: pairs with main's acquire; last_rc is set */
+	atomic_store_explicit(&r->stop, 2, memory_order_release);
+	return NULL;
+}
+
+static void *producer(void *arg)
+{
+	struct run *r = arg;
+	unsigned done = 0;
+
+	/* acquire: pairs with main's release of stop */
+	while (!atomic_load_explicit(&r->stop, memory_order_acquire) &&
+	       done < MAXJ) {
+		struct pjob *pj = &r->jobs[done];
+		struct bp_job *h = &pj->j.rj.hdr;
+		uint64_t off = (uint64_t)(done % (RLEN / JLEN)) * JLEN;
+		int rc;
+
+		bp_rdma_job_set(&pj->j.rj, BP_RDMA_WRITE, (uint32_t)r->f.peer,
+				r->src + off, JLEN, off);
+		if (done % 8 == 7)
+			pj->j.rj.flags = BP_RDMA_JOB_DELIVERED;
+		pj->submit_ns = bpt_now_ns();
+		rc = bp_submit(r->f.p, &h, 1, 0, 100 * 1000000ll);
+		if (rc == -ETIMEDOUT)
+			continue; /* backpressure: try again (or stop) */
+		if (rc != 1) {
+			r->last_rc = rc;
+			break;
+		}
+		done++;
+		/* relaxed: a pacing hint. Once the peer is dead, jobs fail
+		 * fast: slow down so the jobs last past peer_timeout */
+		if (atomic_load_explicit(&r->kill_ns, memory_order_relaxed))
+			bpt_sleep_ms(1);
+		/* release: main reads the jobs below this count */
+		atomic_store_explicit(&r->accepted, done, memory_order_release);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------- peers */
+
+/* The child: a node and a region, its description to the pipe, wait. */
+static void child_main(const char *prov, int wfd)
+{
+	struct bp_rdma_node_config nc;
+	struct bp_rdma_node *n;
+	struct bp_rdma_region *reg;
+	struct bp_rdma_peer_desc d;
+	int rc;
+	void *buf;
+
+	st_env();
+	bp_rdma_node_config_init(&nc);
+	nc.provider = prov;
+	nc.node = st_node_addr(prov);
+	nc.rails = 2;
+	rc = bp_rdma_node_create(&nc, &n);
+	buf = st_alloc(RLEN);
+	if (!rc)
+		rc = bp_rdma_node_expose(n, buf, RLEN, NULL, &reg);
+	if (!rc)
+		bp_rdma_region_describe(reg, &d);
+	if (write(wfd, &rc, sizeof(rc)) != sizeof(rc) ||
+	    (!rc && write(wfd, &d, sizeof(d)) != sizeof(d)))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static int read_full(int fd, void *buf, size_t len, int timeout_ms)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t k;
+
+		if (poll(&p, 1, timeout_ms) != 1)
+			return -ETIMEDOUT;
+		k = read(fd, (char *)buf + got, len - got);
+		if (k <= 0)
+			return -EPIPE;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* Start bp-target; returns its pid and control port (first stdout line). */
+static pid_t spawn_target(const char *path, const char *prov, unsigned *port)
+{
+	int out[2];
+	pid_t pid;
+	char line[256];
+	size_t n = 0;
+
+	if (pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		setenv("FI_TCP_IFACE", "lo", 1);
+		execl(path, path, "--listen", "127.0.0.1", "--port", "0",
+		      "--provider", prov, "--rails", "2", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	while (n < sizeof(line) - 1) {
+		struct pollfd p = {.fd = out[0], .events = POLLIN};
+
+		if (poll(&p, 1, 10000 * (BPT_TSAN ? 5 : 1)) != 1 ||
+		    read(out[0], line + n, 1) != 1)
+			break;
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = '\0';
+	close(out[0]); /* the daemon writes little more to stdout */
+	{
+		const char *colon = strrchr(line, ':');
+		const char *on = strstr(line, "listening on ");
+
+		if (!on || !colon || sscanf(colon + 1, "%u", port) != 1) {
+			fprintf(stderr, "bp-target said: '%s'\n", line);
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return -1;
+		}
+	}
+	return pid;
+}
+
+/* ------------------------------------------------------------- main */
+
+static void note_status(int *codes, int *counts, int *n, int s)
+{
+	for (int i = 0; i < *n; i++)
+		if (codes[i] == s) {
+			counts[i]++;
+			return;
+		}
+	if (*n < 8) {
+		codes[*n] = s;
+		counts[(*n)++] = 1;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *prov = argc > 1 ? argv[1] : "tcp;ofi_rxm";
+	const char *target = argc > 2 ? argv[2] : NULL;
+	struct run *r = calloc(1, sizeof(*r));
+	struct st_fix *f = &r->f;
+	struct bp_rdma_conn *conn = NULL;
+	struct bp_rdma_config c;
+	struct bp_rdma_rail_stats rs;
+	pthread_t t;
+	pid_t pid;
+	int64_t kill_ns, t_drain, last_ns = 0, bound;
+	unsigned accepted, after = 0, late = 0, late_ok = 0;
+	int codes[8], counts[8], ncodes = 0;
+	char name[128];
+	int rc;
+
+	snprintf(name, sizeof(name), "stage_peer_death %s (%s)", prov,
+		 target ? "bp-target" : "child node");
+	f->prov = prov;
+	f->rails = 2;
+	f->peer = -1;
+	if (!target) {
+		int p[2], crc = -EPIPE;
+
+		if (pipe(p))
+			return 1;
+		pid = fork(); /* before any libfabric call in this process */
+		if (pid == 0) {
+			close(p[0]);
+			child_main(prov, p[1]);
+		}
+		close(p[1]);
+		rc = read_full(p[0], &crc, sizeof(crc), 30000);
+		if (!rc && !crc)
+			rc = read_full(p[0], &f->desc, sizeof(f->desc), 5000);
+		close(p[0]);
+		if (rc || crc) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			if (crc == -ENOENT) {
+				printf("SKIP: provider '%s' not available\n",
+				       prov);
+				return ST_SKIP;
+			}
+			fprintf(stderr, "child node: %s\n",
+				bp_strerror(rc ? rc : crc));
+			return 1;
+		}
+		st_env();
+	} else {
+		struct bp_rdma_conn_config cc;
+		unsigned port = 0;
+
+		st_env();
+		if (!st_provider_ok(prov))
+			return ST_SKIP;
+		pid = spawn_target(target, prov, &port);
+		if (pid < 0)
+			return 1;
+		bp_rdma_conn_config_init(&cc);
+		cc.host = "127.0.0.1";
+		cc.port = port;
+		cc.provider = prov;
+		cc.rails = 2;
+		cc.region_len = RLEN;
+		cc.log = st_log_fn;
+		rc = bp_rdma_connect(&cc, &conn);
+		if (rc) {
+			fprintf(stderr, "bp_rdma_connect: %s\n",
+				bp_strerror(rc));
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return 1;
+		}
+		bp_rdma_conn_peer(conn, &f->desc);
+	}
+	st_watchdog(60, "%s: set-up and writes before the kill", name);
+	st_rdma_config(f, &c);
+	c.peer_timeout_ns = TIMEOUT;
+	if (st_stage_open(f, &c, NULL) || st_start(f)) {
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	r->jobs = calloc(MAXJ, sizeof(*r->jobs));
+	r->src = st_alloc(RLEN);
+	st_fill(r->src, 0, RLEN, 9);
+	for (unsigned i = 0; i < MAXJ; i++) {
+		r->jobs[i].j.idx = i;
+		r->jobs[i].j.status = 1;
+	}
+	pthread_create(&t, NULL, producer, r);
+	ST_CHECK(st_wait_delivered(f, 300, 20),
+		 "300 writes not done in 20 s before the kill");
+
+	/* kill -9 the peer; the producer goes on past peer_timeout */
+	kill_ns = bpt_now_ns();
+	/* relaxed: the producer's pacing hint, nothing else */
+	atomic_store_explicit(&r->kill_ns, kill_ns, memory_order_relaxed);
+	kill(pid, SIGKILL);
+	printf("  killed the peer with %lu jobs delivered\n",
+	       atomic_load(&f->delivered));
+	waitpid(pid, NULL, 0);
+	bound = (10ll * 1000000000 + (int64_t)TIMEOUT) * (BPT_TSAN ? 2 : 1);
+	st_watchdog((unsigned)(bound / 1000000000) + 20,
+		    "%s: jobs after the peer's SIGKILL (an operation that "
+		    "never completes?)",
+		    name);
+	/* past the stage's peer_timeout, when it gives up the peer */
+	bpt_sleep_ms((unsigned)(TIMEOUT / 1000000) + 2000);
+	/* release: pairs with the producer's acquire */
+	atomic_store_explicit(&r->stop, 1, memory_order_release);
+	pthread_join(t, NULL);
+	accepted = atomic_load(&r->accepted);
+	ST_CHECK(r->last_rc == 0, "the producer stopped on %s",
+		 bp_strerror(r->last_rc));
+
+	/* drain on a thread: if it does not return, say what is stuck */
+	pthread_create(&t, NULL, drainer, r);
+	while (atomic_load_explicit(&r->stop, memory_order_acquire) != 2) {
+		if (bpt_now_ns() - kill_ns > bound) {
+			st_rail_sum(f->r, f->workers, f->rails, &rs, NULL);
+			printf("HANG: drain has not returned %.1f s after the "
+			       "kill: %lu of %u jobs delivered; rails posted "
+			       "%" PRIu64 " completed %" PRIu64
+			       " failed %" PRIu64 " eagain %" PRIu64
+			       " (posted - completed - failed = %" PRId64
+			       " operations that never complete)\n",
+			       (double)(bpt_now_ns() - kill_ns) / 1e9,
+			       atomic_load(&f->delivered), accepted, rs.posted,
+			       rs.completed, rs.failed, rs.eagain,
+			       (int64_t)(rs.posted - rs.completed - rs.failed));
+			fflush(stdout);
+			_exit(1);
+		}
+		bpt_sleep_ms(10);
+	}
+	pthread_join(t, NULL);
+	t_drain = bpt_now_ns();
+	rc = r->last_rc;
+	ST_CHECK(rc == 0, "drain: %s", bp_strerror(rc));
+	ST_CHECK(t_drain - kill_ns <= bound,
+		 "drain returned %.1f s after the kill (bound %.1f s)",
+		 (double)(t_drain - kill_ns) / 1e9, (double)bound / 1e9);
+	st_watchdog(30, "%s: teardown", name);
+
+	st_check_conservation(f, &r->jobs[0].j, 0, accepted);
+	ST_CHECK(f->ok >= 1, "no write ever completed ok");
+	for (unsigned i = 0; i < accepted; i++) {
+		struct pjob *pj = &r->jobs[i];
+		int s = pj->j.status;
+
+		if (atomic_load(&pj->j.deliveries) != 1) {
+			bp_test_fail("job %u delivered %u times", i,
+				     atomic_load(&pj->j.deliveries));
+			break;
+		}
+		if (pj->submit_ns < kill_ns)
+			continue;
+		after++;
+		note_status(codes, counts, &ncodes, s);
+		if (pj->submit_ns >= kill_ns + (int64_t)TIMEOUT + 1000000000) {
+			late++;
+			late_ok += s == BP_JOB_OK;
+		}
+	}
+	ST_CHECK(f->cancelled == 0, "%lu jobs cancelled without an abort",
+		 f->cancelled);
+	ST_CHECK(late > 0, "no job was submitted 1 s after peer_timeout");
+	ST_CHECK(late_ok == 0,
+		 "%u of %u jobs submitted 1 s or more after peer_timeout "
+		 "completed ok (into a dead peer)",
+		 late_ok, late);
+	st_rail_sum(f->r, f->workers, f->rails, &rs, NULL);
+	ST_CHECK(rs.posted <= rs.completed + rs.failed,
+		 "posted %" PRIu64 " > completed %" PRIu64 " + failed %" PRIu64
+		 ": operations still in flight after the drain",
+		 rs.posted, rs.completed, rs.failed);
+	(void)last_ns;
+	printf("  %s: %u jobs, %lu ok / %lu failed; %u submitted after the "
+	       "kill:",
+	       name, accepted, f->ok, f->failed, after);
+	for (int i = 0; i < ncodes; i++)
+		printf(" %d x %s", counts[i],
+		       codes[i] ? bp_strerror(codes[i]) : "ok");
+	printf("; drain %.2f s after the kill; rails posted %" PRIu64
+	       " completed %" PRIu64 " failed %" PRIu64 " eagain %" PRIu64 "\n",
+	       (double)(t_drain - kill_ns) / 1e9, rs.posted, rs.completed,
+	       rs.failed, rs.eagain);
+	bp_pipeline_destroy(f->p);
+	bp_rdma_destroy(f->r);
+	if (conn)
+		bp_rdma_conn_close(conn);
+	st_watchdog_off();
+	free(r->jobs);
+	free(r->src);
+	free(r);
+	return st_result(name);
+}
