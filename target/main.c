@@ -56,6 +56,9 @@ static void usage(FILE *f)
 		"  --max-fill-peers N  distinct client regions FILL may "
 		"write,\n"
 		"                      over the daemon's life (256)\n"
+		"  --progress-wait W   how idle progress threads wait: busy,\n"
+		"                      spin-sleep, event, auto (event where\n"
+		"                      the provider has a wait fd)\n"
 		"  -v                  log every connection and request\n",
 		BPI_DEFAULT_PORT, BP_RDMA_MAX_RAILS);
 }
@@ -121,7 +124,8 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		O_STALL,
 		O_SLOT,
 		O_SLOTS,
-		O_MAXP
+		O_MAXP,
+		O_PWAIT
 	};
 	static const struct option lo[] = {
 		{"listen", required_argument, NULL, O_LISTEN},
@@ -137,6 +141,7 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		{"stage-slot", required_argument, NULL, O_SLOT},
 		{"stage-slots", required_argument, NULL, O_SLOTS},
 		{"max-fill-peers", required_argument, NULL, O_MAXP},
+		{"progress-wait", required_argument, NULL, O_PWAIT},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -155,6 +160,7 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		.stage_slot = 1u << 20,
 		.stage_slots = 64,
 		.max_fill_peers = 256,
+		.progress_wait = BP_RDMA_CQ_AUTO,
 	};
 	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (ch) {
@@ -207,6 +213,22 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		case O_MAXP:
 			bad |= parse_uint(optarg, 1, 65536, &o->max_fill_peers);
 			break;
+		case O_PWAIT: {
+			static const char *const names[] = {
+				[BP_RDMA_CQ_BUSY] = "busy",
+				[BP_RDMA_CQ_SPIN_SLEEP] = "spin-sleep",
+				[BP_RDMA_CQ_EVENT] = "event",
+				[BP_RDMA_CQ_AUTO] = "auto"};
+
+			bad = 1;
+			for (unsigned i = 0; i < 4; i++)
+				if (!strcmp(optarg, names[i])) {
+					o->progress_wait =
+						(enum bp_rdma_cq_wait)i;
+					bad = 0;
+				}
+			break;
+		}
 		case 'v':
 			o->verbose++;
 			break;
@@ -412,6 +434,7 @@ int main(int argc, char **argv)
 	nc.node = t.o.fabric_node;
 	nc.rails = t.o.rails;
 	nc.progress_threads = true;
+	nc.progress_wait = t.o.progress_wait;
 	nc.on_data = on_data;
 	nc.data_ctx = &t;
 	nc.log = tlog_lib;

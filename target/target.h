@@ -58,6 +58,7 @@ struct target_opts {
 	uint32_t stage_slot; /* bytes of one staging buffer: the largest page */
 	unsigned stage_slots;	 /* staging buffers: pages in flight at most */
 	unsigned max_fill_peers; /* distinct client regions FILL may target */
+	enum bp_rdma_cq_wait progress_wait; /* the node's progress threads */
 	int verbose;
 };
 
