@@ -335,8 +335,8 @@ int bench_rdma_fill_main(int argc, char **argv)
 			bench_die("%s: bad --target '%s'\n", BENCH_CMD,
 				  o.target);
 	} else {
-		rc = rt_daemon_start(provider, node_addr, o.rails, o.bytes, &d,
-				     why, sizeof(why));
+		rc = rt_daemon_start(provider, node_addr, NULL, o.rails,
+				     o.bytes, &d, why, sizeof(why));
 		if (rc)
 			bench_die("%s: %s\n", BENCH_CMD, why);
 		snprintf(host, sizeof(host), "%s", d.host);

@@ -108,8 +108,9 @@ static int rt_read_line(int fd, char *line, size_t len, int64_t deadline)
 }
 
 int rt_daemon_start(const char *provider, const char *fabric_node,
-		    unsigned rails, uint64_t max_region, struct rt_daemon *d,
-		    char *err, size_t errlen)
+		    const char *progress_wait, unsigned rails,
+		    uint64_t max_region, struct rt_daemon *d, char *err,
+		    size_t errlen)
 {
 	char path[PATH_MAX], rails_s[16], region_s[32], line[512], prov[64];
 	const char *argv[16];
@@ -136,6 +137,10 @@ int rt_daemon_start(const char *provider, const char *fabric_node,
 	if (fabric_node) {
 		argv[argc++] = "--fabric-node";
 		argv[argc++] = fabric_node;
+	}
+	if (progress_wait) {
+		argv[argc++] = "--progress-wait";
+		argv[argc++] = progress_wait;
 	}
 	argv[argc] = NULL;
 	if (pipe2(pfd, O_CLOEXEC))

@@ -28,14 +28,16 @@ struct rt_daemon {
 int rt_daemon_path(char *buf, size_t len);
 
 /*
- * Start bp-target (provider, rails; fabric_node NULL: the daemon's default)
+ * Start bp-target (provider, rails; fabric_node NULL: the daemon's default;
+ * progress_wait NULL: the daemon's default, else its --progress-wait word)
  * on an ephemeral port and read its first stdout line, "bp-target:
  * listening on ADDR:PORT provider=P rails=R". Returns 0 and *d, or a
  * negative errno with the reason in err. The child is killed at exit.
  */
 int rt_daemon_start(const char *provider, const char *fabric_node,
-		    unsigned rails, uint64_t max_region, struct rt_daemon *d,
-		    char *err, size_t errlen);
+		    const char *progress_wait, unsigned rails,
+		    uint64_t max_region, struct rt_daemon *d, char *err,
+		    size_t errlen);
 
 /* SIGTERM, wait (up to 2 s), then SIGKILL. */
 void rt_daemon_stop(struct rt_daemon *d);
