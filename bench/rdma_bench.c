@@ -152,6 +152,9 @@ static void rb_log(void *ctx, enum bp_log_level level, const char *msg)
 }
 
 static int rb_target_wait = -1; /* --target-wait, -1: the default */
+/* --raw-buffers: raw reads as many source buffers as the pool (1) or one
+ * per credit (0) */
+static int rb_raw_same_src = 1;
 
 /* The same for bp-target: its --progress-wait word, or NULL. */
 static const char *rb_target_wait_name(void)
@@ -920,6 +923,11 @@ static int rb_raw_open(struct rb_raw *rw, struct rb_target *t,
 		.provider = t->provider,
 		.node = t->node,
 		.depth = c->depth,
+		/* the pipeline's pool, per lane and rail (see rb_pool_jobs) */
+		.buffers = rb_raw_same_src
+				   ? (unsigned)((uint64_t)c->P * c->njobs /
+						c->workers / c->rails)
+				   : 0,
 		.post_batch = c->post,
 		.reap_batch = c->reap,
 		.wait_fd = wait_fd,
@@ -1926,6 +1934,13 @@ static void rb_usage(FILE *f)
 		"(default 16: cache-\n"
 		"                    resident up to 64 KiB writes; up to "
 		"1024)\n"
+		"  --raw-buffers M   the raw loop's source buffers: pool "
+		"(default: "
+		"as many\n"
+		"                    as the pipeline's pool, used in turn, so "
+		"both read the\n"
+		"                    same source memory) or depth (one per "
+		"credit, reused hot)\n"
 		"  --pool N          jobs per producer (default: the "
 		"credits of all workers\n"
 		"                    and rails + 2 batches, at most 256 MiB of "
@@ -2017,6 +2032,7 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 		{"region-mib", required_argument, NULL, 'G'},
 		{"slots", required_argument, NULL, 'S'},
 		{"pool", required_argument, NULL, 'k'},
+		{"raw-buffers", required_argument, NULL, 'B'},
 		{"waits", required_argument, NULL, 'W'},
 		{"target-wait", required_argument, NULL, 'V'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -2128,6 +2144,14 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 			break;
 		case 'k':
 			if (bench_parse_uint(optarg, &rb_pool_opt, 2, 65536))
+				goto bad_value;
+			break;
+		case 'B':
+			if (!strcmp(optarg, "pool"))
+				rb_raw_same_src = 1;
+			else if (!strcmp(optarg, "depth"))
+				rb_raw_same_src = 0;
+			else
 				goto bad_value;
 			break;
 		case 'W':

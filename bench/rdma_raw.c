@@ -130,7 +130,7 @@ static int rr_rail_open(struct rr_lane *l, unsigned k,
 		.wait_obj = c->wait_fd ? FI_WAIT_FD : FI_WAIT_NONE,
 	};
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = 1};
-	uint8_t *bufs = l->bufs + (size_t)k * c->depth * l->size;
+	uint8_t *bufs = l->bufs + (size_t)k * l->nbuf * l->size;
 	int rc;
 
 	rl->cq_fd = -1;
@@ -171,7 +171,7 @@ static int rr_rail_open(struct rr_lane *l, unsigned k,
 	if (rc)
 		return rr_fail(l, rc, "fi_enable");
 	if (info->domain_attr->mr_mode & FI_MR_LOCAL) {
-		rc = fi_mr_reg(rl->domain, bufs, (size_t)c->depth * l->size,
+		rc = fi_mr_reg(rl->domain, bufs, (size_t)l->nbuf * l->size,
 			       FI_WRITE | FI_READ, 0, 1, 0, &rl->mr, NULL);
 		if (rc)
 			return rr_fail(l, rc, "fi_mr_reg");
@@ -189,16 +189,16 @@ static int rr_rail_open(struct rr_lane *l, unsigned k,
 		return rr_fail(l, rc < 0 ? rc : -FI_EINVAL, "fi_av_insert");
 	rl->base = peer->rail[k].base;
 	rl->key = peer->rail[k].key;
-	rl->ops = calloc(c->depth, sizeof(*rl->ops));
+	rl->ops = calloc(l->nbuf, sizeof(*rl->ops));
 	rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
 	if (!rl->ops || !rl->cqe)
 		return rr_fail(l, -FI_ENOMEM, "calloc");
-	for (unsigned i = 0; i < c->depth; i++) {
+	for (unsigned i = 0; i < l->nbuf; i++) {
 		rl->ops[i].buf = bufs + (size_t)i * l->size;
-		rl->ops[i].next_free =
-			i + 1 < c->depth ? &rl->ops[i + 1] : NULL;
+		rl->ops[i].next_free = i + 1 < l->nbuf ? &rl->ops[i + 1] : NULL;
 	}
 	rl->free = &rl->ops[0];
+	rl->free_tail = &rl->ops[l->nbuf - 1].next_free;
 	return 0;
 }
 
@@ -211,7 +211,8 @@ int rr_lane_open(struct rr_lane *l, const struct rr_config *c, unsigned nrails,
 	l->nrails = nrails;
 	l->size = size;
 	/* touched here: page faults belong to setup, not to the run */
-	l->bufs = bench_zalloc((size_t)nrails * c->depth * size);
+	l->nbuf = c->buffers > c->depth ? c->buffers : c->depth;
+	l->bufs = bench_zalloc((size_t)nrails * l->nbuf * size);
 	for (unsigned k = 0; k < nrails; k++)
 		l->rail[k].cq_fd = -1;
 	for (unsigned k = 0; k < nrails && !rc; k++)
@@ -271,6 +272,8 @@ static void rr_post(struct rr_lane *l, struct rr_rail *rl)
 			return;
 		}
 		rl->free = op->next_free;
+		if (!rl->free)
+			rl->free_tail = &rl->free;
 		rl->inflight++;
 		l->posted++;
 	}
@@ -285,8 +288,9 @@ static void rr_reap(struct rr_lane *l, struct rr_rail *rl)
 		for (ssize_t i = 0; i < n; i++) {
 			struct rr_op *op = rl->cqe[i].op_context;
 
-			op->next_free = rl->free;
-			rl->free = op;
+			op->next_free = NULL;
+			*rl->free_tail = op;
+			rl->free_tail = &op->next_free;
 		}
 		rl->inflight -= (unsigned)n;
 		l->completed += (uint64_t)n;

@@ -54,6 +54,10 @@ struct rr_config {
 	const char *provider;
 	const char *node; /* "127.0.0.1", or NULL (shm) */
 	unsigned depth;	  /* writes in flight per rail */
+	/* source buffers per rail, used in turn (>= depth; 0: depth): the
+	 * pipeline's pool cycles through as many, so both variants read the
+	 * same amount of source memory */
+	unsigned buffers;
 	unsigned post_batch;
 	unsigned reap_batch;
 	bool wait_fd; /* a CQ with FI_WAIT_FD (event-wait latency) */
@@ -80,9 +84,9 @@ struct rr_rail {
 	uint64_t base, key; /* the peer region on this rail */
 	int cq_fd;	    /* FI_WAIT_FD, or -1 */
 	unsigned inflight;
-	struct rr_op *ops; /* depth contexts, each with its buffer */
-	struct rr_op *free;
-	struct fi_cq_entry *cqe; /* reap_batch entries */
+	struct rr_op *ops;		 /* contexts, one per buffer */
+	struct rr_op *free, **free_tail; /* FIFO: buffers used in turn */
+	struct fi_cq_entry *cqe;	 /* reap_batch entries */
 };
 
 /*
@@ -93,7 +97,8 @@ struct rr_lane {
 	struct rr_config cfg;
 	unsigned nrails;
 	struct rr_rail rail[BP_RDMA_MAX_RAILS];
-	uint8_t *bufs; /* nrails * depth buffers of size bytes */
+	uint8_t *bufs; /* nrails * buffers of size bytes */
+	unsigned nbuf; /* buffers per rail */
 	size_t size;
 	unsigned lane;	/* this lane's number: its slots, its tags */
 	unsigned slots; /* target slots per lane */
