@@ -70,6 +70,56 @@ const char *client_name(const struct client *c)
 	return c->name;
 }
 
+/*
+ * A region's memory outlives its keys by a while. A write the provider
+ * had begun receiving before the keys went (tcp: a recv() into the
+ * region) may still land; so the range is replaced by fresh anonymous
+ * pages at the same addresses (the client's bytes are gone, nothing else
+ * can be mapped there) and unmapped only QUARANTINE_NS later.
+ */
+#define QUARANTINE_NS (5 * 1000000000ll)
+
+struct quarantined {
+	void *mem;
+	size_t len;
+	int64_t since;
+	struct quarantined *next;
+};
+
+static void quarantine(struct target *t, void *mem, size_t len)
+{
+	struct quarantined *q = malloc(sizeof(*q));
+
+	if (!q || mmap(mem, len, PROT_READ | PROT_WRITE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0) == MAP_FAILED) {
+		free(q);
+		munmap(mem, len); /* no quarantine possible: unmap now */
+		return;
+	}
+	*q = (struct quarantined){mem, len, now_ns(), t->quarantine};
+	t->quarantine = q;
+}
+
+/* Unmap what has been quarantined long enough (all, with force). */
+static void quarantine_release(struct target *t, bool force)
+{
+	struct quarantined **pp = &t->quarantine;
+	int64_t now = now_ns();
+
+	while (*pp) {
+		struct quarantined *q = *pp;
+
+		if (!force && now - q->since < QUARANTINE_NS) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		munmap(q->mem, q->len);
+		free(q);
+	}
+}
+
 static void client_free(struct target *t, struct client *c)
 {
 	if (c->prev)
@@ -82,7 +132,7 @@ static void client_free(struct target *t, struct client *c)
 	/* withdraw the keys before the memory goes */
 	bp_rdma_region_close(c->reg);
 	if (c->mem != NULL)
-		munmap(c->mem, c->map_len);
+		quarantine(t, c->mem, c->map_len);
 	fill_req_free(c->fill);
 	free(c);
 }
@@ -553,6 +603,7 @@ void clients_tick(struct target *t)
 	struct client *c, *next;
 	char why[128];
 
+	quarantine_release(t, false);
 	for (c = t->clients; c != NULL; c = next) {
 		next = c->next; /* c may be freed below */
 		if (c->fill != NULL && tick_fill(t, c, now) < 0)
@@ -579,7 +630,7 @@ int clients_next_tick_ms(const struct target *t)
 	/* progress is due every 100 ms and stalls are checked at the same
 	 * pace (within 50 ms of --stall-ms); idle, the loop wakes 20 times
 	 * a second, which costs nothing measurable */
-	return t->clients != NULL ? 50 : 500;
+	return t->clients != NULL || t->quarantine != NULL ? 50 : 500;
 }
 
 void clients_stop_fills(struct target *t)
@@ -606,4 +657,5 @@ void clients_close_all(struct target *t)
 		/* the pipeline is gone: nothing of the fill is in flight */
 		client_free(t, c);
 	}
+	quarantine_release(t, true);
 }

@@ -63,6 +63,7 @@ struct target_opts {
 };
 
 struct client;
+struct quarantined;
 struct filler;
 struct fill_req;
 
@@ -77,10 +78,11 @@ struct target {
 	 * progress threads, read by the main thread (see on_data) */
 	_Atomic uint64_t imm_sum;
 	int epfd;
-	int lfd;		/* listening socket */
-	int sigfd;		/* SIGTERM, SIGINT */
-	int evfd;		/* fills: "look at me" */
-	struct client *clients; /* doubly linked, the main thread's */
+	int lfd;			/* listening socket */
+	int sigfd;			/* SIGTERM, SIGINT */
+	int evfd;			/* fills: "look at me" */
+	struct client *clients;		/* doubly linked, the main thread's */
+	struct quarantined *quarantine; /* regions' memory, keys withdrawn */
 	unsigned nclients;
 	uint64_t next_id;
 	bool quit;

@@ -78,9 +78,10 @@ enum bp_rdma_op {
  *   -ERANGE   offset + len beyond the peer's region
  *   -EFAULT   buf could not be registered with the provider
  *   -EHOSTUNREACH the peer's address could not be inserted, or the peer
- *             was given up on this rail (see peer_timeout_ns)
- *   -ETIMEDOUT the provider refused to take the job for peer_timeout_ns
- *   -ECANCELED the pipeline aborted before the operation was posted
+ *             is given up on this rail for now (see peer_timeout_ns)
+ *   -ETIMEDOUT the provider refused the job for peer_timeout_ns, or took it
+ *             and then completed nothing on that rail for that long (the
+ *             rail's endpoint is then reopened)
  *   -ECONNABORTED the provider cancelled the operation (tcp does when the
  *             target drops the connection, e.g. after a write with a bad
  *             key): BP_JOB_CANCELLED stays the pipeline's abort alone
@@ -200,12 +201,13 @@ struct bp_rdma_config {
 	uint64_t sleep_max_ns; /* SPIN_SLEEP: longest sleep (200 us) */
 	uint64_t event_timeout_ns; /* EVENT: longest block (1 ms) */
 	/*
-	 * a rail whose provider keeps answering -FI_EAGAIN for this long to
-	 * the job at the head of its queue gives up on that job's peer (5 s):
-	 * its queued jobs fail with -ETIMEDOUT, later ones with -EHOSTUNREACH,
-	 * on that rail. A dead peer on tcp or shm looks exactly like this (the
-	 * provider never reports an error); add the peer again once it is
-	 * back (a new id).
+	 * how long a rail waits on a peer (5 s): a job the provider keeps
+	 * refusing with -FI_EAGAIN, or operations in flight with no
+	 * completion at all. A dead peer on tcp or shm looks exactly like
+	 * this (the provider never reports an error). Then its jobs fail
+	 * (-ETIMEDOUT; queued ones -EHOSTUNREACH), in-flight ones by
+	 * reopening the rail's endpoint, and the peer is given up on that
+	 * rail for as long again (jobs fail fast), then tried anew.
 	 */
 	uint64_t peer_timeout_ns;
 	/* open the domains with FI_HMEM, so bp_rdma_register takes device
@@ -359,7 +361,8 @@ uint64_t bp_rdma_node_data_count(const struct bp_rdma_node *n);
 
 const char *bp_rdma_node_provider(const struct bp_rdma_node *n);
 
-/* Stop the progress threads, close regions and endpoints. NULL accepted. */
+/* Stop the progress threads, close the regions still open and the
+ * endpoints. NULL accepted. */
 void bp_rdma_node_destroy(struct bp_rdma_node *n);
 
 /* ------------------------------------------------ talking to bp-target */

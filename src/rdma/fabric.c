@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rdma_internal.h"
 
@@ -250,11 +251,6 @@ int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
 		.mr_iov = &iov,
 		.iov_count = 1,
 		.access = access,
-		/* a key of our own where the provider takes requested keys:
-		 * unique within this domain */
-		/* relaxed: the keys need only be unique */
-		.requested_key = atomic_fetch_add_explicit(
-			&f->next_key, 1, memory_order_relaxed),
 		.iface = FI_HMEM_SYSTEM,
 	};
 	int rc;
@@ -263,7 +259,22 @@ int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
 		attr.iface = FI_HMEM_CUDA;
 		attr.device.cuda = mem->device;
 	}
-	rc = fi_mr_regattr(f->domain, &attr, 0, out);
+	/*
+	 * Where the provider takes requested keys (no FI_MR_PROV_KEY), the
+	 * key is all that guards a region on tcp, which addresses regions by
+	 * offset: a counter would let one client of a daemon guess another's
+	 * key. Random 64-bit keys, drawn again on the rare collision.
+	 */
+	for (int tries = 0;; tries++) {
+		if (getrandom(&attr.requested_key, sizeof(attr.requested_key),
+			      0) != sizeof(attr.requested_key))
+			/* relaxed: the keys need only be unique */
+			attr.requested_key = atomic_fetch_add_explicit(
+				&f->next_key, 1, memory_order_relaxed);
+		rc = fi_mr_regattr(f->domain, &attr, 0, out);
+		if (rc != -FI_ENOKEY || tries == 8)
+			break;
+	}
 	if (rc)
 		return failed(l, "fi_mr_regattr", rc);
 	if (f->mr_mode & FI_MR_ENDPOINT) {

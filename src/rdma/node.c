@@ -40,10 +40,15 @@ struct bp_rdma_node {
 	_Atomic int stop;
 	_Atomic uint64_t data_count;
 	struct node_rail rails[BP_RDMA_MAX_RAILS];
+	/* open regions, closed by destroy if the caller did not: a lock on
+	 * the cold path (expose and close, from any thread) */
+	pthread_mutex_t regions_lock;
+	struct bp_rdma_region *regions;
 };
 
 struct bp_rdma_region {
 	struct bp_rdma_node *n;
+	struct bp_rdma_region *prev, *next;
 	void *addr;
 	size_t len;
 	struct fid_mr *mr[BP_RDMA_MAX_RAILS];
@@ -155,6 +160,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 		return -ENOMEM;
 	n->cfg = *c;
 	n->cfg.provider = n->cfg.node = NULL;
+	pthread_mutex_init(&n->regions_lock, NULL);
 	n->log = (struct bpi_log){c->log, c->log_ctx};
 	want.provider = c->provider;
 	want.node = c->node;
@@ -216,7 +222,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 	return 0;
 fail:
 	bp_rdma_node_destroy(n);
-	return event && rc != -ENOMEM ? -EOPNOTSUPP : rc;
+	return event && (rc == -ENOSYS || rc == -EOPNOTSUPP) ? -EOPNOTSUPP : rc;
 }
 
 int bp_rdma_node_progress(struct bp_rdma_node *n)
@@ -279,6 +285,12 @@ int bp_rdma_node_expose(struct bp_rdma_node *n, void *addr, size_t len,
 			return rc;
 		}
 	}
+	pthread_mutex_lock(&n->regions_lock);
+	reg->next = n->regions;
+	if (n->regions)
+		n->regions->prev = reg;
+	n->regions = reg;
+	pthread_mutex_unlock(&n->regions_lock);
 	*out = reg;
 	return 0;
 }
@@ -302,8 +314,19 @@ void bp_rdma_region_describe(const struct bp_rdma_region *reg,
 
 void bp_rdma_region_close(struct bp_rdma_region *reg)
 {
+	struct bp_rdma_node *n;
+
 	if (!reg)
 		return;
+	n = reg->n;
+	pthread_mutex_lock(&n->regions_lock);
+	if (reg->prev)
+		reg->prev->next = reg->next;
+	else if (n->regions == reg)
+		n->regions = reg->next;
+	if (reg->next)
+		reg->next->prev = reg->prev;
+	pthread_mutex_unlock(&n->regions_lock);
 	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
 		if (reg->mr[k])
 			fi_close(&reg->mr[k]->fid);
@@ -319,6 +342,10 @@ void bp_rdma_node_destroy(struct bp_rdma_node *n)
 	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
 		if (n->rails[k].thread_started)
 			pthread_join(n->rails[k].thread, NULL);
+	/* their registrations belong to the domains closed below */
+	while (n->regions)
+		bp_rdma_region_close(n->regions);
+	pthread_mutex_destroy(&n->regions_lock);
 	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++)
 		bpi_fab_close(&n->rails[k].fab);
 	fi_freeinfo(n->info);

@@ -63,8 +63,8 @@ struct bpi_fab {
 	struct fid_cq *cq;
 	struct fid_av *av;
 	uint64_t mr_mode;	   /* what the provider kept */
-	_Atomic uint64_t next_key; /* requested keys, where the provider takes
-				      them */
+	_Atomic uint64_t next_key; /* keys, should getrandom fail (where the
+				      provider takes requested keys) */
 	int cq_fd;		   /* FI_WAIT_FD, or -1 */
 };
 
@@ -179,10 +179,12 @@ struct bpi_rail {
 	struct bp_rdma_job *pend;  /* FIFO of jobs not yet posted (linked */
 	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
 	unsigned npend;
-	bool more;	      /* the provider takes FI_MORE */
-	int64_t eagain_since; /* the head job's first -FI_EAGAIN, or 0 */
-	uint8_t *peer_down;   /* per peer id: given up (peer_timeout_ns) */
-	fi_addr_t *peer_addr; /* per peer id, FI_ADDR_NOTAVAIL until used */
+	bool more;	       /* the provider takes FI_MORE */
+	int64_t eagain_since;  /* the head job's first -FI_EAGAIN, or 0 */
+	unsigned eagain_count; /* the clock is read every 64th */
+	int64_t *peer_down;    /* per peer id: when it was given up, or 0 */
+	bool broken;	       /* the endpoint could not be reopened */
+	fi_addr_t *peer_addr;  /* per peer id, FI_ADDR_NOTAVAIL until used */
 	const struct bpi_mr_entry *last_mr; /* the last registration used */
 	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
 	struct bpi_rail_stats st;
@@ -196,6 +198,10 @@ struct bpi_worker {
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	struct bp_job **done;
 	unsigned ndone, done_cap;
+	/* the batch post() is posting: post_batch entries each */
+	struct bp_rdma_job **batch;
+	fi_addr_t *baddr;
+	void **bdesc;
 	struct bpi_rail rails[BP_RDMA_MAX_RAILS];
 };
 

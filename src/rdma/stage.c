@@ -37,9 +37,14 @@
 #define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
 #define DONE_CAP       256
 
-/* The pending FIFO, linked through op_context[0]; [1] marks "prepared". */
-#define JOB_NEXT(j)	((j)->hdr.op_context[0])
-#define JOB_PREPARED(j) ((j)->hdr.op_context[1])
+/*
+ * The pending FIFO is linked through op_context[0], which is ours only
+ * while the job is queued: a job is taken off the queue before it is
+ * posted, since the provider may write the context from then on (psm2
+ * does). While queued, stage_word says whether prepare has run.
+ */
+#define JOB_NEXT(j) ((j)->hdr.op_context[0])
+#define PREPARED    0xffffffffu
 
 static void done_add(struct bpi_worker *ws, struct bp_worker *w,
 		     struct bp_rdma_job *j)
@@ -91,7 +96,7 @@ static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 static void pend_push(struct bpi_rail *rl, struct bp_rdma_job *j)
 {
 	JOB_NEXT(j) = NULL;
-	JOB_PREPARED(j) = NULL;
+	j->hdr.stage_word = 0;
 	*rl->tail = j;
 	rl->tail = (struct bp_rdma_job **)&JOB_NEXT(j);
 	rl->npend++;
@@ -107,6 +112,38 @@ static struct bp_rdma_job *pend_pop(struct bpi_rail *rl)
 		rl->tail = &rl->pend;
 	rl->npend--;
 	return j;
+}
+
+/* Put jobs[0..n) back at the head of the queue, in their order. */
+static void pend_unpop(struct bpi_rail *rl, struct bp_rdma_job **jobs,
+		       unsigned n)
+{
+	for (unsigned m = n; m-- > 0;) {
+		JOB_NEXT(jobs[m]) = rl->pend;
+		if (!rl->pend)
+			rl->tail = (struct bp_rdma_job **)&JOB_NEXT(jobs[m]);
+		rl->pend = jobs[m];
+	}
+	rl->npend += n;
+}
+
+/*
+ * A peer given up on this rail (peer_timeout_ns) stays down for as long
+ * again, so its jobs fail fast; after that it is tried anew. The clock is
+ * read only for peers that are down.
+ */
+static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
+			 uint32_t peer)
+{
+	int64_t t0 = rl->peer_down[peer];
+
+	if (!t0)
+		return false;
+	if (rl->broken ||
+	    (uint64_t)(bpi_now_ns() - t0) < r->cfg.peer_timeout_ns)
+		return true;
+	rl->peer_down[peer] = 0;
+	return false;
 }
 
 /* The peer's address in this rail's AV, inserted on first use. */
@@ -189,8 +226,9 @@ static void flight_del(const struct bp_rdma *r, struct bpi_rail *rl,
 }
 
 /* Fail the rail's queued jobs whose peer is given up on this rail. */
-static unsigned fail_queued_down(struct bpi_worker *ws, struct bp_worker *w,
-				 struct bpi_rail *rl, int err)
+static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
+				 struct bp_worker *w, struct bpi_rail *rl,
+				 int err)
 {
 	struct bp_rdma_job **pp = &rl->pend;
 	unsigned failed = 0;
@@ -198,7 +236,7 @@ static unsigned fail_queued_down(struct bpi_worker *ws, struct bp_worker *w,
 	while (*pp) {
 		struct bp_rdma_job *j = *pp;
 
-		if (!rl->peer_down[j->peer]) {
+		if (!peer_is_down(r, rl, j->peer)) {
 			pp = (struct bp_rdma_job **)&JOB_NEXT(j);
 			continue;
 		}
@@ -223,9 +261,12 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 		    struct bpi_rail *rl, unsigned k, struct bp_rdma_job *head,
 		    struct bp_worker *w)
 {
-	int64_t t = bpi_now_ns();
+	int64_t t;
 	unsigned failed;
 
+	if (rl->eagain_since && (++rl->eagain_count & 63))
+		return false; /* the clock every 64th refusal */
+	t = bpi_now_ns();
 	if (!rl->eagain_since) {
 		rl->eagain_since = t;
 		return false;
@@ -233,16 +274,50 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	if ((uint64_t)(t - rl->eagain_since) < r->cfg.peer_timeout_ns)
 		return false;
 	rl->eagain_since = 0;
-	rl->peer_down[head->peer] = 1;
-	failed = fail_queued_down(ws, w, rl, -ETIMEDOUT);
+	rl->peer_down[head->peer] = t;
+	failed = fail_queued_down(r, ws, w, rl, -ETIMEDOUT);
 	bpi_rlog(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: peer %u took nothing for %llu ms "
-		 "(-FI_EAGAIN): given up, %u queued jobs failed; add it again "
-		 "once it is back",
+		 "(-FI_EAGAIN): given up for as long again, %u queued jobs "
+		 "failed",
 		 ws->id, k, head->peer,
 		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
 		 failed);
 	return true;
+}
+
+/*
+ * Take the next batch off the rail's queue, ready to post: prepared,
+ * addressed, described. A job that fails here fails before anything of
+ * the batch is posted, so no op is left behind carrying FI_MORE.
+ */
+static unsigned gather(struct bp_rdma *r, struct bpi_worker *ws,
+		       struct bp_worker *w, unsigned k, unsigned budget)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	unsigned n = 0;
+
+	while (rl->pend && n < budget) {
+		struct bp_rdma_job *j = pend_pop(rl);
+		int rc = 0;
+
+		if (rl->broken || peer_is_down(r, rl, j->peer))
+			rc = -EHOSTUNREACH;
+		else if (j->hdr.stage_word != PREPARED && r->cfg.prepare)
+			rc = r->cfg.prepare(r->cfg.prepare_ctx, j);
+		if (!rc)
+			rc = peer_addr(r, rl, k, j->peer, &ws->baddr[n]);
+		ws->bdesc[n] = NULL;
+		if (!rc && r->mr_local)
+			rc = local_desc(r, ws, rl, k, j, &ws->bdesc[n]);
+		if (rc) {
+			fail_job(ws, w, rl, j, rc);
+			continue;
+		}
+		j->hdr.stage_word = PREPARED;
+		ws->batch[n++] = j;
+	}
+	return n;
 }
 
 /* Post from the rail's queue as far as credits and post_batch allow. */
@@ -252,10 +327,10 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 	struct bpi_rail *rl = &ws->rails[k];
 	unsigned room = r->cfg.credits - rl->inflight;
 	unsigned budget = room < r->cfg.post_batch ? room : r->cfg.post_batch;
-	unsigned posted = 0;
+	unsigned n = gather(r, ws, w, k, budget), posted = 0;
 
-	while (rl->pend && posted < budget) {
-		struct bp_rdma_job *j = rl->pend;
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_rdma_job *j = ws->batch[i];
 		const struct bp_rdma_peer_desc *d = &r->peers[j->peer].desc;
 		struct iovec iov = {.iov_base = j->buf, .iov_len = j->len};
 		struct fi_rma_iov rma = {
@@ -265,45 +340,19 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		};
 		struct fi_msg_rma msg = {
 			.msg_iov = &iov,
+			.desc = &ws->bdesc[i],
 			.iov_count = 1,
+			.addr = ws->baddr[i],
 			.rma_iov = &rma,
 			.rma_iov_count = 1,
 			.context = j->hdr.op_context,
 			.data = j->imm,
 		};
-		void *desc = NULL;
 		uint64_t flags = FI_COMPLETION;
 		ssize_t rc;
 
-		if (!JOB_PREPARED(j)) {
-			int prc =
-				r->cfg.prepare
-					? r->cfg.prepare(r->cfg.prepare_ctx, j)
-					: 0;
-
-			if (!prc && rl->peer_down[j->peer])
-				prc = -EHOSTUNREACH;
-			if (!prc)
-				prc = peer_addr(r, rl, k, j->peer, &msg.addr);
-			if (prc) {
-				fail_job(ws, w, rl, pend_pop(rl), prc);
-				continue;
-			}
-			JOB_PREPARED(j) = j;
-		} else {
-			msg.addr = rl->peer_addr[j->peer];
-		}
-		if (r->mr_local) {
-			int drc = local_desc(r, ws, rl, k, j, &desc);
-
-			if (drc) {
-				fail_job(ws, w, rl, pend_pop(rl), drc);
-				continue;
-			}
-		}
-		msg.desc = &desc;
-		/* FI_MORE: more of this pass follow, the provider may wait */
-		if (rl->more && posted + 1 < budget && JOB_NEXT(j))
+		/* FI_MORE: the rest of this batch follows at once */
+		if (rl->more && i + 1 < n)
 			flags |= FI_MORE;
 		if (j->op == BP_RDMA_WRITEDATA)
 			flags |= FI_REMOTE_CQ_DATA;
@@ -314,13 +363,15 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 			     ? fi_readmsg(rl->fab.ep, &msg, flags)
 			     : fi_writemsg(rl->fab.ep, &msg, flags);
 		if (rc == -FI_EAGAIN) {
+			/* the rest goes back, in order, for the next pass:
+			 * that pass posts again, so ops posted with FI_MORE
+			 * are not left waiting */
 			stat_add(&rl->st.eagain, 1);
-			if (!stalled(r, ws, rl, k, j, w))
-				break; /* retried after the next reap */
-			continue;
+			pend_unpop(rl, &ws->batch[i], n - i);
+			stalled(r, ws, rl, k, j, w);
+			break;
 		}
 		rl->eagain_since = 0;
-		pend_pop(rl);
 		if (rc) {
 			bpi_rlog(&r->log, BP_LOG_ERROR,
 				 "worker %u rail %u: post: %s", ws->id, k,
@@ -354,8 +405,11 @@ static struct bp_rdma_job *ctx_job(void *op_context)
 					       hdr.op_context));
 }
 
-/* Read one error completion: that job fails, its text goes to the log. */
-static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
+/*
+ * Read one error completion: that job fails, its text goes to the log.
+ * Returns false when there was none after all.
+ */
+static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 		       struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -365,7 +419,7 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	int rc;
 
 	if (fi_cq_readerr(rl->fab.cq, &err, 0) != 1 || !err.op_context)
-		return;
+		return false;
 	j = ctx_job(err.op_context);
 	bpi_rlog(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
@@ -382,6 +436,7 @@ static void reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	/* the provider's "canceled" (a connection it dropped) is not the
 	 * pipeline's abort: BP_JOB_CANCELLED means that alone */
 	fail_job(ws, w, rl, j, rc == BP_JOB_CANCELLED ? -ECONNABORTED : rc);
+	return true;
 }
 
 /*
@@ -405,13 +460,13 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 		if (!j)
 			continue;
 		rl->flight[i] = NULL;
-		rl->peer_down[j->peer] = 1;
+		rl->peer_down[j->peer] = bpi_now_ns();
 		fail_job(ws, w, rl, j, -ETIMEDOUT);
 	}
 	rl->inflight = 0;
 	for (unsigned i = 0; i < r->cfg.credits; i++)
 		rl->free_slot[i] = i;
-	queued = fail_queued_down(ws, w, rl, -EHOSTUNREACH);
+	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 	if (event)
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
 	rc = bpi_fab_reopen_ep(bpi_fab_rail_info(r->info, k),
@@ -423,11 +478,9 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 		if (epoll_ctl(ws->epfd, EPOLL_CTL_ADD, rl->fab.cq_fd, &ev))
 			rc = -errno;
 	}
-	for (unsigned i = 0; i < r->cfg.max_peers; i++) {
+	for (unsigned i = 0; i < r->cfg.max_peers; i++)
 		rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
-		if (rc)
-			rl->peer_down[i] = 1; /* no endpoint: nothing goes */
-	}
+	rl->broken = rc != 0; /* no endpoint: nothing goes any more */
 	rl->last_mr = NULL;
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
@@ -440,7 +493,7 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 		 rc ? " - FAILED, the rail takes no more jobs: " : "",
 		 rc ? bp_strerror(rc) : "");
 	if (rc)
-		fail_queued_down(ws, w, rl, -EHOSTUNREACH);
+		fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 }
 
 /* An empty read with operations in flight: how long has it been quiet? */
@@ -480,7 +533,8 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 			break;
 		}
 		if (n == -FI_EAVAIL) {
-			reap_error(r, ws, w, k);
+			if (!reap_error(r, ws, w, k))
+				break;
 			got++;
 			continue;
 		}
@@ -721,7 +775,10 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 	bpi_backoff_reset(&ws->backoff);
 	ws->done_cap = DONE_CAP;
 	ws->done = calloc(DONE_CAP, sizeof(*ws->done));
-	if (!ws->done)
+	ws->batch = calloc(c->post_batch, sizeof(*ws->batch));
+	ws->baddr = calloc(c->post_batch, sizeof(*ws->baddr));
+	ws->bdesc = calloc(c->post_batch, sizeof(*ws->bdesc));
+	if (!ws->done || !ws->batch || !ws->baddr || !ws->bdesc)
 		return -ENOMEM;
 	if (event) {
 		ws->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -734,7 +791,7 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		rl->tail = &rl->pend;
 		rl->more = true;
 		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
-		rl->peer_down = calloc(c->max_peers, 1);
+		rl->peer_down = calloc(c->max_peers, sizeof(*rl->peer_down));
 		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
 		rl->flight = calloc(c->credits, sizeof(*rl->flight));
 		rl->free_slot = malloc(c->credits * sizeof(*rl->free_slot));
@@ -748,8 +805,7 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		rc = bpi_fab_open(bpi_fab_rail_info(r->info, k),
 				  c->credits + c->reap_batch, c->max_peers,
 				  event, &r->log, &rl->fab);
-		if (rc && event &&
-		    (rc == -ENOSYS || rc == -EOPNOTSUPP || rc == -EINVAL))
+		if (rc && event && (rc == -ENOSYS || rc == -EOPNOTSUPP))
 			return -EOPNOTSUPP; /* no wait object */
 		if (rc)
 			return rc;
@@ -782,8 +838,9 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	r->magic = BPI_RDMA_MAGIC;
 	r->cfg = *c;
 	r->log = (struct bpi_log){c->log, c->log_ctx};
-	r->cfg.provider = NULL; /* not kept: the caller's string */
+	r->cfg.provider = NULL; /* not kept: the caller's strings */
 	r->cfg.node = NULL;
+	r->cfg.fallback_cpus = NULL; /* our copy below, if any */
 	if (c->n_fallback_cpus) {
 		int *cpus = malloc(c->n_fallback_cpus * sizeof(int));
 
@@ -957,6 +1014,9 @@ void bp_rdma_destroy(struct bp_rdma *r)
 			if (ws->epfd >= 0)
 				close(ws->epfd);
 			free(ws->done);
+			free(ws->batch);
+			free(ws->baddr);
+			free(ws->bdesc);
 		}
 		free(r->workers);
 	}
