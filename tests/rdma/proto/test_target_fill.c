@@ -165,6 +165,83 @@ static void test_write_then_query(void **state)
 	bp_rdma_conn_close(conn);
 }
 
+/*
+ * Clients are kept apart by their keys alone (tcp addresses regions by
+ * offset): a client that tries the keys next to its own must not reach
+ * another client's region, and the two keys must not be neighbours.
+ */
+static void test_clients_isolated(void **state)
+{
+	enum { LEN = 4096 };
+	struct bp_rdma_conn_config cc;
+	struct bp_rdma_conn *a, *b;
+	struct bp_rdma_target_query q0, q;
+	struct bp_rdma_peer_desc da, db;
+	struct bp_rdma_config rc;
+	struct bp_pipeline_config pc;
+	struct bp_rdma *r;
+	struct bp_pipeline *p;
+	static struct wjob jobs[4];
+	struct bp_job *hdrs[4];
+	static uint8_t buf[LEN];
+	const int64_t step[4] = {1, -1, 2, -2};
+
+	(void)state;
+	conn_cfg(&cc, LEN);
+	assert_int_equal(bp_rdma_connect(&cc, &a), 0);
+	assert_int_equal(bp_rdma_connect(&cc, &b), 0);
+	bp_rdma_conn_peer(a, &da);
+	bp_rdma_conn_peer(b, &db);
+	for (unsigned k = 0; k < rails; k++) {
+		assert_true(da.rail[k].key != db.rail[k].key);
+		assert_true(da.rail[k].key + 1 != db.rail[k].key);
+		assert_true(db.rail[k].key + 1 != da.rail[k].key);
+	}
+	assert_int_equal(bp_rdma_conn_query(b, 0, LEN, &q0), 0);
+
+	bp_rdma_config_init(&rc);
+	rc.provider = bp_rdma_conn_provider(a);
+	rc.node = fabric_node();
+	rc.rails = rails;
+	rc.max_peers = 8;
+	rc.log = test_log;
+	assert_int_equal(bp_rdma_create(&rc, &r), 0);
+	bp_pipeline_config_init(&pc);
+	pc.workers = 1;
+	pc.stage = bp_rdma_stage(r);
+	pc.stage_ctx = r;
+	pc.sink = sink;
+	assert_int_equal(bp_pipeline_create(&pc, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	memset(buf, 0x41, sizeof(buf));
+	atomic_store(&sunk, 0);
+	for (unsigned i = 0; i < 4; i++) {
+		struct bp_rdma_peer_desc guess = da;
+		int peer;
+
+		for (unsigned k = 0; k < rails; k++)
+			guess.rail[k].key = da.rail[k].key + (uint64_t)step[i];
+		peer = bp_rdma_peer_add(r, &guess);
+		assert_true(peer >= 0);
+		bp_rdma_job_set(&jobs[i].rj, BP_RDMA_WRITE, (uint32_t)peer, buf,
+				LEN, 0);
+		jobs[i].rj.rail = 0;
+		jobs[i].rj.flags = BP_RDMA_JOB_DELIVERED;
+		hdrs[i] = &jobs[i].rj.hdr;
+	}
+	assert_int_equal(bp_submit(p, hdrs, 4, 0, -1), 4);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(atomic_load(&sunk), 4);
+	usleep(100000); /* anything that was going to land has landed */
+	assert_int_equal(bp_rdma_conn_query(b, 0, LEN, &q), 0);
+	assert_int_equal(q.digest, q0.digest);
+	assert_true(q.digest != bp_rdma_digest(buf, LEN));
+	bp_pipeline_destroy(p);
+	bp_rdma_destroy(r);
+	bp_rdma_conn_close(a);
+	bp_rdma_conn_close(b);
+}
+
 /* -------------------------------------------------------------- fill */
 
 struct prog {
@@ -345,6 +422,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_then_query),
+		cmocka_unit_test(test_clients_isolated),
 		cmocka_unit_test(test_fill),
 	};
 	char rails_arg[16];
