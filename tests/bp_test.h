@@ -9,6 +9,7 @@
 #ifndef BP_TESTS_BP_TEST_H
 #define BP_TESTS_BP_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -255,6 +256,31 @@ static inline int bpt_wait_sleeping(_Atomic pid_t *tids, unsigned n,
 		bpt_sleep_ms(1);
 	} while (bpt_now_ns() < end);
 	return 0;
+}
+
+/*
+ * libfabric's shm provider keeps a file per endpoint in /dev/shm, named
+ * after the process id ("PID:N:M"), and removes it at exit; a process
+ * killed with SIGKILL leaves them behind, and a later process that gets the
+ * same pid then cannot open its endpoints (-EBUSY). Tests that kill a
+ * peer remove what it left.
+ */
+static inline void bpt_shm_cleanup(long pid)
+{
+	char prefix[32], path[300];
+	struct dirent *e;
+	DIR *d = opendir("/dev/shm");
+	size_t n;
+
+	if (!d)
+		return;
+	n = (size_t)snprintf(prefix, sizeof(prefix), "%ld:", pid);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, n)) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			unlink(path);
+		}
+	closedir(d);
 }
 
 #endif /* BP_TESTS_BP_TEST_H */

@@ -185,6 +185,7 @@ static pid_t spawn_target(const char *path, const char *prov, unsigned *port)
 			fprintf(stderr, "bp-target said: '%s'\n", line);
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
+			bpt_shm_cleanup(pid);
 			return -1;
 		}
 	}
@@ -246,6 +247,7 @@ int main(int argc, char **argv)
 		if (rc || crc) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
+			bpt_shm_cleanup(pid);
 			if (crc == -ENOENT) {
 				printf("SKIP: provider '%s' not available\n",
 				       prov);
@@ -279,6 +281,7 @@ int main(int argc, char **argv)
 				bp_strerror(rc));
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
+			bpt_shm_cleanup(pid);
 			return 1;
 		}
 		bp_rdma_conn_peer(conn, &f->desc);
@@ -309,6 +312,7 @@ int main(int argc, char **argv)
 	printf("  killed the peer with %lu jobs delivered\n",
 	       atomic_load(&f->delivered));
 	waitpid(pid, NULL, 0);
+	bpt_shm_cleanup(pid);
 	bound = (10ll * 1000000000 + (int64_t)TIMEOUT) * (BPT_TSAN ? 2 : 1);
 	st_watchdog((unsigned)(bound / 1000000000) + 20,
 		    "%s: jobs after the peer's SIGKILL (an operation that "
