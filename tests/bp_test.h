@@ -260,23 +260,25 @@ static inline int bpt_wait_sleeping(_Atomic pid_t *tids, unsigned n,
 
 /*
  * libfabric's shm provider keeps a file per endpoint in /dev/shm, named
- * after the process id ("PID:N:M"), and removes it at exit; a process
- * killed with SIGKILL leaves them behind, and a later process that gets the
- * same pid then cannot open its endpoints (-EBUSY). Tests that kill a
- * peer remove what it left.
+ * after the endpoint ("bp-PID-RANDOM:N:M" for the RDMA stage's, "PID:N:M"
+ * by default), and removes it at exit; a process killed with SIGKILL
+ * leaves them behind (16 MiB each). Tests that kill a peer remove what it
+ * left.
  */
 static inline void bpt_shm_cleanup(long pid)
 {
-	char prefix[32], path[300];
+	char mine[40], plain[32], path[300];
 	struct dirent *e;
 	DIR *d = opendir("/dev/shm");
-	size_t n;
+	size_t nm, np;
 
 	if (!d)
 		return;
-	n = (size_t)snprintf(prefix, sizeof(prefix), "%ld:", pid);
+	nm = (size_t)snprintf(mine, sizeof(mine), "bp-%ld-", pid);
+	np = (size_t)snprintf(plain, sizeof(plain), "%ld:", pid);
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, n)) {
+		if (!strncmp(e->d_name, mine, nm) ||
+		    !strncmp(e->d_name, plain, np)) {
 			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
 			unlink(path);
 		}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "rdma_internal.h"
 
@@ -139,6 +140,40 @@ static int failed(const struct bpi_log *l, const char *what, int rc)
 	return bpi_fi_err(rc);
 }
 
+/*
+ * shm names each endpoint after the process id ("PID:0:N") and removes
+ * its /dev/shm file at exit; one killed with SIGKILL leaves it, and a
+ * later process that gets the same pid cannot open that endpoint
+ * (-EBUSY). A name of our own, unique whatever the pid: "bp-PID-RANDOM".
+ */
+static int shm_endpoint(struct fi_info *info, struct bpi_fab *f)
+{
+	struct fi_info *mine;
+	char name[64];
+	uint64_t r = 0;
+	int rc;
+
+	if (strcmp(info->fabric_attr->prov_name, "shm") ||
+	    info->addr_format != FI_ADDR_STR)
+		return fi_endpoint(f->domain, info, &f->ep, NULL);
+	mine = fi_dupinfo(info);
+	if (!mine)
+		return -FI_ENOMEM;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		/* relaxed: the names need only be unique */
+		r = atomic_fetch_add_explicit(&f->next_key, 1,
+					      memory_order_relaxed);
+	snprintf(name, sizeof(name), "fi_shm://bp-%ld-%016llx", (long)getpid(),
+		 (unsigned long long)r);
+	free(mine->src_addr);
+	mine->src_addr = strdup(name);
+	mine->src_addrlen = mine->src_addr ? strlen(name) + 1 : 0;
+	rc = mine->src_addr ? fi_endpoint(f->domain, mine, &f->ep, NULL)
+			    : -FI_ENOMEM;
+	fi_freeinfo(mine);
+	return rc;
+}
+
 /* The CQ, AV and enabled endpoint, in f's open domain. */
 static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		   bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
@@ -169,7 +204,7 @@ static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 			 fi_strerror(-rc));
 		return bpi_fi_err(rc);
 	}
-	rc = fi_endpoint(f->domain, info, &f->ep, NULL);
+	rc = shm_endpoint(info, f);
 	if (rc)
 		return failed(l, "fi_endpoint", rc);
 	rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
