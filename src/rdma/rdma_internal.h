@@ -179,7 +179,6 @@ struct bpi_rail {
 	struct bp_rdma_job *pend;  /* FIFO of jobs not yet posted (linked */
 	struct bp_rdma_job **tail; /* through hdr.op_context[0]) */
 	unsigned npend;
-	bool more;	       /* the provider takes FI_MORE */
 	int64_t eagain_since;  /* the head job's first -FI_EAGAIN, or 0 */
 	unsigned eagain_count; /* the clock is read every 64th */
 	int64_t *peer_down;    /* per peer id: when it was given up, or 0 */
@@ -197,7 +196,7 @@ struct bpi_worker {
 	int epfd;		    /* EVENT: every rail's CQ fd */
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	struct bp_job **done;
-	unsigned ndone, done_cap;
+	unsigned ndone; /* of DONE_CAP, in stage.c */
 	/* the batch post() is posting: post_batch entries each */
 	struct bp_rdma_job **batch;
 	fi_addr_t *baddr;

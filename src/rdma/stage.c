@@ -50,7 +50,7 @@ static void done_add(struct bpi_worker *ws, struct bp_worker *w,
 		     struct bp_rdma_job *j)
 {
 	ws->done[ws->ndone++] = &j->hdr;
-	if (ws->ndone == ws->done_cap) {
+	if (ws->ndone == DONE_CAP) {
 		bp_worker_complete(w, ws->done, ws->ndone);
 		ws->ndone = 0;
 	}
@@ -254,10 +254,9 @@ static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
  * peer_timeout_ns that is back-pressure (or a connection being set up:
  * tens of ms on tcp); past it, the peer is taken for gone, since a dead
  * peer gets -FI_EAGAIN forever on tcp and shm and never an error. Its
- * queued jobs on this rail fail, and later ones fail fast. Returns true
- * when it gave up (the queue changed: post goes on with the next job).
+ * queued jobs on this rail fail, and later ones fail fast.
  */
-static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
+static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
 		    struct bpi_rail *rl, unsigned k, struct bp_rdma_job *head,
 		    struct bp_worker *w)
 {
@@ -265,14 +264,14 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	unsigned failed;
 
 	if (rl->eagain_since && (++rl->eagain_count & 63))
-		return false; /* the clock every 64th refusal */
+		return; /* the clock every 64th refusal */
 	t = bpi_now_ns();
 	if (!rl->eagain_since) {
 		rl->eagain_since = t;
-		return false;
+		return;
 	}
 	if ((uint64_t)(t - rl->eagain_since) < r->cfg.peer_timeout_ns)
-		return false;
+		return;
 	rl->eagain_since = 0;
 	rl->peer_down[head->peer] = t;
 	failed = fail_queued_down(r, ws, w, rl, -ETIMEDOUT);
@@ -283,7 +282,6 @@ static bool stalled(struct bp_rdma *r, struct bpi_worker *ws,
 		 ws->id, k, head->peer,
 		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
 		 failed);
-	return true;
 }
 
 /*
@@ -352,7 +350,7 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		ssize_t rc;
 
 		/* FI_MORE: the rest of this batch follows at once */
-		if (rl->more && i + 1 < n)
+		if (i + 1 < n)
 			flags |= FI_MORE;
 		if (j->op == BP_RDMA_WRITEDATA)
 			flags |= FI_REMOTE_CQ_DATA;
@@ -773,7 +771,6 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 	ws->id = id;
 	ws->epfd = -1;
 	bpi_backoff_reset(&ws->backoff);
-	ws->done_cap = DONE_CAP;
 	ws->done = calloc(DONE_CAP, sizeof(*ws->done));
 	ws->batch = calloc(c->post_batch, sizeof(*ws->batch));
 	ws->baddr = calloc(c->post_batch, sizeof(*ws->baddr));
@@ -789,7 +786,6 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		struct bpi_rail *rl = &ws->rails[k];
 
 		rl->tail = &rl->pend;
-		rl->more = true;
 		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
 		rl->peer_down = calloc(c->max_peers, sizeof(*rl->peer_down));
 		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
