@@ -42,7 +42,6 @@
  * percentiles of those runs are printed beside them.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -92,7 +91,8 @@ static const struct {
 };
 
 struct pb_opts {
-	unsigned runs, ms, producers, pool, work_ns, lat_ms, wake_samples;
+	struct bench_args a; /* runs, ms, seed, cpus, output */
+	unsigned producers, pool, work_ns, lat_ms, wake_samples;
 	unsigned wake_gap_us, idle_ms;
 	unsigned inflight, ingress, egress; /* 0: the library's default */
 	unsigned workers[PB_MAX_WLIST];
@@ -101,10 +101,8 @@ struct pb_opts {
 	int nbatches;
 	int waits[PB_NWAITS];
 	int nwaits;
-	int cpus[BENCH_MAX_CPUS];
-	int ncpus;
-	int csv, quick, pin, latency, sweep_only;
-	uint64_t seed;
+	int pin, latency, sweep_only;
+	int lat_set, wake_set, idle_set; /* given: --quick leaves them */
 };
 
 /* ---- jobs ---------------------------------------------------------------- */
@@ -276,8 +274,8 @@ struct pb_run {
 };
 
 /* The stage's work on a batch, without the pipeline around it. */
-static inline void pb_stage_work(const struct pb_run *run,
-				 struct bp_job **jobs, unsigned n)
+static inline void pb_stage_work(const struct pb_run *run, struct bp_job **jobs,
+				 unsigned n)
 {
 	uint64_t iters = run->iters;
 
@@ -576,12 +574,13 @@ static void pb_pipeline_up(struct pb_run *run)
 	pb_policy(&c.producer_wait, (int)run->wait);
 	if (o->pin) {
 		/* producers first, then workers, then the sink, round-robin */
-		for (int i = 0; i < o->ncpus; i++)
-			cpus[i] = o->cpus[(run->P + (unsigned)i) %
-					  (unsigned)o->ncpus];
+		for (int i = 0; i < o->a.ncpus; i++)
+			cpus[i] = o->a.cpus[(run->P + (unsigned)i) %
+					    (unsigned)o->a.ncpus];
 		c.worker_cpus = cpus;
-		c.n_worker_cpus = (unsigned)o->ncpus;
-		c.sink_cpu = o->cpus[(run->P + run->W) % (unsigned)o->ncpus];
+		c.n_worker_cpus = (unsigned)o->a.ncpus;
+		c.sink_cpu =
+			o->a.cpus[(run->P + run->W) % (unsigned)o->a.ncpus];
 	}
 	c.stage = &pb_stage;
 	c.stage_ctx = run;
@@ -655,9 +654,9 @@ static void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 			bad++;
 		}
 	}
-	if (st && (st->submitted != st->ok + st->failed + st->cancelled ||
-		   st->submitted != want_total || st->failed ||
-		   st->cancelled)) {
+	if (st &&
+	    (st->submitted != st->ok + st->failed + st->cancelled ||
+	     st->submitted != want_total || st->failed || st->cancelled)) {
 		fprintf(stderr,
 			"bpbench pipeline: VERIFY FAILED: %s: stats submitted "
 			"%" PRIu64 ", ok %" PRIu64 ", failed %" PRIu64
@@ -745,7 +744,7 @@ static struct pb_result pb_run_once(const struct pb_opts *o,
 	pb_prepare_producers(&run);
 	for (unsigned i = 0; i < P; i++)
 		pb_spawn(&prod[i].thread, pb_producer_main, &prod[i],
-			 o->pin ? o->cpus[i % (unsigned)o->ncpus] : -1);
+			 o->pin ? o->a.cpus[i % (unsigned)o->a.ncpus] : -1);
 	pthread_barrier_wait(&run.start);
 	t0 = bench_now_ns();
 	bench_sleep_ns((int64_t)ms * 1000000);
@@ -856,7 +855,7 @@ static struct pb_lat_result pb_latency_once(const struct pb_opts *o,
 	pb_pipeline_up(&run);
 	pb_prepare_producers(&run);
 	lp->max_samples = max_n;
-	pb_spawn(&lp->thread, pb_latency_main, lp, o->pin ? o->cpus[0] : -1);
+	pb_spawn(&lp->thread, pb_latency_main, lp, o->pin ? o->a.cpus[0] : -1);
 	run.lat_until_ns = bench_now_ns() + (int64_t)ms * 1000000;
 	pthread_barrier_wait(&run.start);
 	pthread_join(lp->thread, NULL);
@@ -1066,8 +1065,8 @@ static double pb_handoff_once(const struct pb_opts *o, unsigned rounds)
 	atomic_init(&pp->word, 0);
 	pp->rounds = rounds;
 	pthread_barrier_init(&pp->start, NULL, 2);
-	pb_spawn(&a, pb_pp_ping, pp, o->cpus[0]);
-	pb_spawn(&b, pb_pp_pong, pp, o->cpus[1 % o->ncpus]);
+	pb_spawn(&a, pb_pp_ping, pp, o->a.cpus[0]);
+	pb_spawn(&b, pb_pp_pong, pp, o->a.cpus[1 % o->a.ncpus]);
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	pthread_barrier_destroy(&pp->start);
@@ -1174,8 +1173,8 @@ static double pb_ring_once(const struct pb_opts *o, unsigned B, unsigned ms)
 	if (!rr->q)
 		bench_die("bpbench pipeline: cannot create the ring\n");
 	pthread_barrier_init(&rr->start, NULL, 3);
-	pb_spawn(&pt, pb_ring_producer, rr, o->cpus[0]);
-	pb_spawn(&ct, pb_ring_consumer, rr, o->cpus[1 % o->ncpus]);
+	pb_spawn(&pt, pb_ring_producer, rr, o->a.cpus[0]);
+	pb_spawn(&ct, pb_ring_consumer, rr, o->a.cpus[1 % o->a.ncpus]);
 	pthread_barrier_wait(&rr->start);
 	bench_sleep_ns((int64_t)ms * 1000000);
 	atomic_store_explicit(&rr->stop, 1, memory_order_relaxed);
@@ -1217,7 +1216,7 @@ struct pb_results {
 	double *same_p50, *same_p99; /* producer waits as the pipeline */
 	double *wake_p50, *wake_p99, *wake_bp50, *wake_bp99;
 	double *idle;
-	double *handoff; /* [run] */
+	double *handoff;	       /* [run] */
 	double *floor_p50, *floor_p99; /* [run]: bare futex wake-up floor */
 	uint64_t iters;
 	double iters_per_ns;
@@ -1348,13 +1347,13 @@ static double pb_calibrate(void)
 static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 		     struct pb_producer *prod)
 {
-	uint64_t rng = o->seed;
+	uint64_t rng = o->a.seed;
 	int64_t t_start = bench_now_ns();
 	int order[PB_MAX_POINTS];
 
 	/* warm-up, not recorded: code, pools, the allocator's arenas */
 	pb_run_once(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT,
-		    false, 0, o->quick ? 10 : 50);
+		    false, 0, o->a.quick ? 10 : 50);
 	for (int run = 0; run < r->runs; run++) {
 		fprintf(stderr,
 			"bpbench pipeline: throughput run %d/%d: %d "
@@ -1369,15 +1368,16 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 			struct pb_result res = {NAN, NAN, NAN};
 
 			if (p->kind == PB_RING)
-				res.mjobs = pb_ring_once(o, p->B, o->ms);
+				res.mjobs = pb_ring_once(o, p->B, o->a.ms);
 			else if (p->kind == PB_ALONE)
-				res.mjobs = pb_alone_once(o, prod, p->B, o->ms);
+				res.mjobs =
+					pb_alone_once(o, prod, p->B, o->a.ms);
 			else
 				res = pb_run_once(o, prod, o->producers, p->W,
 						  p->B, p->wait, p->ordered,
 						  p->kind == PB_WORK ? r->iters
 								     : 0,
-						  o->ms);
+						  o->a.ms);
 			*pb_cell(r, r->mj, run, i) = res.mjobs;
 			*pb_cell(r, r->p50, run, i) = res.p50_us;
 			*pb_cell(r, r->p99, run, i) = res.p99_us;
@@ -1392,7 +1392,7 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 			     struct pb_producer *lp, struct pb_producer *prod)
 {
-	uint64_t rng = o->seed ^ UINT64_C(0x1a7e1c);
+	uint64_t rng = o->a.seed ^ UINT64_C(0x1a7e1c);
 	int64_t t_start = bench_now_ns();
 	/*
 	 * Tasks, each per wait strategy: low-load latency with a producer that
@@ -1462,7 +1462,7 @@ static void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 				break;
 			default:
 				r->handoff[run] = pb_handoff_once(
-					o, o->quick ? 20000 : 100000);
+					o, o->a.quick ? 20000 : 100000);
 				fprintf(stderr, " hand-off");
 			}
 		}
@@ -1519,60 +1519,76 @@ static void pb_cell_latency(const struct pb_results *r, int i, char *buf,
 }
 
 /* One table per wait strategy: a row per worker count, a column per B. */
-static void pb_print_grid(const struct pb_opts *o, const struct pb_results *r,
-			  int width, pb_cell_fn *cell)
+static void pb_print_grid(FILE *f, const struct pb_opts *o,
+			  const struct pb_results *r, int width,
+			  pb_cell_fn *cell)
 {
 	for (int wi = 0; wi < o->nwaits; wi++) {
 		int w = o->waits[wi];
 
-		printf("\nwait = %s\n%4s", pb_waits[w].name, "W");
+		fprintf(f, "\nwait = %s\n%4s", pb_waits[w].name, "W");
 		for (int b = 0; b < o->nbatches; b++)
-			printf("  %*s%-4u", width - 4, "B=", o->batches[b]);
-		printf("\n");
+			fprintf(f, "  %*s%-4u", width - 4, "B=", o->batches[b]);
+		fprintf(f, "\n");
 		for (int wk = 0; wk < o->nworkers; wk++) {
-			printf("%4u", o->workers[wk]);
+			fprintf(f, "%4u", o->workers[wk]);
 			for (int b = 0; b < o->nbatches; b++) {
 				char buf[64];
 
-				cell(r, pb_find(r, PB_PIPE, o->workers[wk],
-						o->batches[b], w, false),
+				cell(r,
+				     pb_find(r, PB_PIPE, o->workers[wk],
+					     o->batches[b], w, false),
 				     buf, sizeof(buf));
-				printf("  %s", buf);
+				fprintf(f, "  %s", buf);
 			}
-			printf("\n");
+			fprintf(f, "\n");
 		}
 	}
 }
 
-static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
-			   const char *load0, const char *load1)
+/* What the printers get (bench_emit's ctx). */
+struct pb_report {
+	const struct pb_opts *o;
+	const struct pb_results *r;
+	const char *load0, *load1; /* load averages at start and end */
+};
+
+static void pb_print_table(FILE *f, const void *ctx)
 {
+	const struct pb_report *rep = ctx;
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	const char *load0 = rep->load0, *load1 = rep->load1;
 	char cpus[256];
 	int ordered_any = 0;
 
-	bench_cpus_format(o->cpus, o->ncpus, cpus, sizeof(cpus));
-	printf("bpbench pipeline: %u producers, %u runs x %u ms per point "
-	       "(interleaved), pool %u jobs per producer,\n"
-	       "threads %s (CPUs %s), seed %" PRIu64 "\n",
-	       o->producers, o->runs, o->ms, o->pool,
-	       o->pin ? "pinned round-robin" : "not pinned", cpus, o->seed);
-	printf("load average at start: %s\n", load0);
-	printf("load average at end:   %s\n", load1);
-	printf("\nTrivial jobs (the stage writes a result and completes), "
-	       "unordered.\n"
-	       "Median M jobs/s end to end (producers' first submit .. drain "
-	       "returned); [min-max]\n");
-	pb_print_grid(o, r, 21, pb_cell_mjobs);
-	printf("\nLatency submit -> sink under that load, from "
-	       "bp_pipeline_stats (bucket\nupper bounds; at saturation this "
-	       "is queueing in the bounded rings):\nmedian p50 / p99, us\n");
-	pb_print_grid(o, r, 18, pb_cell_latency);
+	bench_cpus_format(o->a.cpus, o->a.ncpus, cpus, sizeof(cpus));
+	fprintf(f,
+		"bpbench pipeline: %u producers, %u runs x %u ms per point "
+		"(interleaved), pool %u jobs per producer,\n"
+		"threads %s (CPUs %s), seed %" PRIu64 "\n",
+		o->producers, o->a.runs, o->a.ms, o->pool,
+		o->pin ? "pinned round-robin" : "not pinned", cpus, o->a.seed);
+	fprintf(f, "load average at start: %s\n", load0);
+	fprintf(f, "load average at end:   %s\n", load1);
+	fprintf(f,
+		"\nTrivial jobs (the stage writes a result and completes), "
+		"unordered.\n"
+		"Median M jobs/s end to end (producers' first submit .. drain "
+		"returned); [min-max]\n");
+	pb_print_grid(f, o, r, 21, pb_cell_mjobs);
+	fprintf(f,
+		"\nLatency submit -> sink under that load, from "
+		"bp_pipeline_stats (bucket\nupper bounds; at saturation this "
+		"is queueing in the bounded rings):\nmedian p50 / p99, us\n");
+	pb_print_grid(f, o, r, 18, pb_cell_latency);
 
-	printf("\nOrdered vs unordered, %u producers, %u workers, wait %s "
-	       "(cost = 1 - median of per-run ordered/unordered)\n",
-	       o->producers, PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
-	printf("%5s %12s %12s %8s %14s\n", "B", "unordered", "ordered", "cost",
-	       "ordered p99us");
+	fprintf(f,
+		"\nOrdered vs unordered, %u producers, %u workers, wait %s "
+		"(cost = 1 - median of per-run ordered/unordered)\n",
+		o->producers, PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
+	fprintf(f, "%5s %12s %12s %8s %14s\n", "B", "unordered", "ordered",
+		"cost", "ordered p99us");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 		int u;
@@ -1581,25 +1597,27 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 			continue;
 		u = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
 		ordered_any = 1;
-		printf("%5u %12.2f %12.2f %7.1f%% %14.1f\n", p->B,
-		       pb_med_pt(r, r->mj, u, NULL, NULL),
-		       pb_med_pt(r, r->mj, i, NULL, NULL),
-		       100.0 * (1.0 - pb_med_ratio(r, i, u)),
-		       pb_med_pt(r, r->p99, i, NULL, NULL));
+		fprintf(f, "%5u %12.2f %12.2f %7.1f%% %14.1f\n", p->B,
+			pb_med_pt(r, r->mj, u, NULL, NULL),
+			pb_med_pt(r, r->mj, i, NULL, NULL),
+			100.0 * (1.0 - pb_med_ratio(r, i, u)),
+			pb_med_pt(r, r->p99, i, NULL, NULL));
 	}
 	if (!ordered_any)
-		printf("  (none)\n");
+		fprintf(f, "  (none)\n");
 
-	printf("\nRing reference: bp_ring MPMC 1x1, capacity 4096, burst B, "
-	       "pinned to CPUs %d and %d,\nagainst the pipeline (%u "
-	       "producers, %u workers, %s, unordered)\n",
-	       o->cpus[0], o->cpus[1 % o->ncpus], o->producers, PB_HEAD_W,
-	       pb_waits[PB_HEAD_WAIT].name);
-	printf("and against the benchmark's own per-job work alone: one thread "
-	       "takes B jobs from\nits pool, stamps them, runs the stage's "
-	       "work and the sink's checks, no pipeline\n");
-	printf("%5s %14s %14s %8s %14s %10s\n", "B", "ring Mitems/s",
-	       "pipe Mjobs/s", "ratio", "alone Mjobs/s", "pipe/alone");
+	fprintf(f,
+		"\nRing reference: bp_ring MPMC 1x1, capacity 4096, burst B, "
+		"pinned to CPUs %d and %d,\nagainst the pipeline (%u "
+		"producers, %u workers, %s, unordered)\n",
+		o->a.cpus[0], o->a.cpus[1 % o->a.ncpus], o->producers,
+		PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
+	fprintf(f, "and against the benchmark's own per-job work alone: one "
+		   "thread "
+		   "takes B jobs from\nits pool, stamps them, runs the stage's "
+		   "work and the sink's checks, no pipeline\n");
+	fprintf(f, "%5s %14s %14s %8s %14s %10s\n", "B", "ring Mitems/s",
+		"pipe Mjobs/s", "ratio", "alone Mjobs/s", "pipe/alone");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 		int pp, al;
@@ -1608,32 +1626,33 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 			continue;
 		pp = pb_find(r, PB_PIPE, PB_HEAD_W, p->B, PB_HEAD_WAIT, false);
 		al = pb_find(r, PB_ALONE, 1, p->B, 0, false);
-		printf("%5u %14.2f %14.2f %8.3f %14.2f %10.3f\n", p->B,
-		       pb_med_pt(r, r->mj, i, NULL, NULL),
-		       pb_med_pt(r, r->mj, pp, NULL, NULL),
-		       pb_med_ratio(r, pp, i),
-		       pb_med_pt(r, r->mj, al, NULL, NULL),
-		       pb_med_ratio(r, pp, al));
+		fprintf(f, "%5u %14.2f %14.2f %8.3f %14.2f %10.3f\n", p->B,
+			pb_med_pt(r, r->mj, i, NULL, NULL),
+			pb_med_pt(r, r->mj, pp, NULL, NULL),
+			pb_med_ratio(r, pp, i),
+			pb_med_pt(r, r->mj, al, NULL, NULL),
+			pb_med_ratio(r, pp, al));
 	}
 
 	if (o->work_ns && !o->sweep_only) {
-		printf("\nJobs with %u ns of CPU work each (%" PRIu64
-		       " LCG steps, calibrated at %.3f steps/ns),\nB=%u, "
-		       "wait %s, unordered; cores busy = Mjobs/s x work_ns / "
-		       "1000\n",
-		       o->work_ns, r->iters, r->iters_per_ns, PB_HEAD_B,
-		       pb_waits[PB_HEAD_WAIT].name);
-		printf("%4s %10s %12s %10s %10s\n", "W", "Mjobs/s",
-		       "cores busy", "p50 us", "p99 us");
+		fprintf(f,
+			"\nJobs with %u ns of CPU work each (%" PRIu64
+			" LCG steps, calibrated at %.3f steps/ns),\nB=%u, "
+			"wait %s, unordered; cores busy = Mjobs/s x work_ns / "
+			"1000\n",
+			o->work_ns, r->iters, r->iters_per_ns, PB_HEAD_B,
+			pb_waits[PB_HEAD_WAIT].name);
+		fprintf(f, "%4s %10s %12s %10s %10s\n", "W", "Mjobs/s",
+			"cores busy", "p50 us", "p99 us");
 		for (int wk = 0; wk < o->nworkers; wk++) {
 			int i = pb_find(r, PB_WORK, o->workers[wk], PB_HEAD_B,
 					PB_HEAD_WAIT, false);
 			double m = pb_med_pt(r, r->mj, i, NULL, NULL);
 
-			printf("%4u %10.3f %12.2f %10.1f %10.1f\n",
-			       o->workers[wk], m, m * o->work_ns / 1e3,
-			       pb_med_pt(r, r->p50, i, NULL, NULL),
-			       pb_med_pt(r, r->p99, i, NULL, NULL));
+			fprintf(f, "%4u %10.3f %12.2f %10.1f %10.1f\n",
+				o->workers[wk], m, m * o->work_ns / 1e3,
+				pb_med_pt(r, r->p50, i, NULL, NULL),
+				pb_med_pt(r, r->p99, i, NULL, NULL));
 		}
 	}
 
@@ -1641,34 +1660,40 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 		double ho_lo, ho_hi,
 			ho = pb_med(r->handoff, r->runs, 1, 0, &ho_lo, &ho_hi);
 
-		printf("\nLatency, 1 producer, 1 worker, one job at a time "
-		       "(medians over runs, us).\n"
-		       "bench = clock before bp_submit -> clock in the sink "
-		       "callback, one way, exact;\n"
-		       "bp = bp_pipeline_stats of the same runs (bucket upper "
-		       "bounds).\n"
-		       "low-load: the producer spins and yields (busy-poll) "
-		       "until its job is back;\n"
-		       "low-load same-wait: the producer waits with the "
-		       "strategy of the row;\n"
-		       "wake-up: %u us idle before each job (the producer "
-		       "sleeps through it);\n"
-		       "idle CPU: 2 workers + sink, no jobs, %u ms, %% of one "
-		       "core.\n",
-		       o->wake_gap_us, o->idle_ms);
-		printf("cross-core hand-off (the floor): %.0f ns one way "
-		       "[%.0f-%.0f]\n",
-		       ho, ho_lo, ho_hi);
-		printf("wake-up floor, no library: two futex wake-ups in a row "
-		       "after the same idle\ngap, p50 / p99: %.1f / %.1f us\n",
-		       pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
-		       pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
-		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "", "low-load",
-		       "low-load", "low-load", "wake-up", "wake-up", "idle");
-		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "wait", "bench",
-		       "bp", "same-wait", "bench", "bp", "CPU");
-		printf("%-11s %15s %15s %15s %15s %15s %8s\n", "", "p50 / p99",
-		       "p50 / p99", "p50 / p99", "p50 / p99", "p50 / p99", "%");
+		fprintf(f,
+			"\nLatency, 1 producer, 1 worker, one job at a time "
+			"(medians over runs, us).\n"
+			"bench = clock before bp_submit -> clock in the sink "
+			"callback, one way, exact;\n"
+			"bp = bp_pipeline_stats of the same runs (bucket upper "
+			"bounds).\n"
+			"low-load: the producer spins and yields (busy-poll) "
+			"until its job is back;\n"
+			"low-load same-wait: the producer waits with the "
+			"strategy of the row;\n"
+			"wake-up: %u us idle before each job (the producer "
+			"sleeps through it);\n"
+			"idle CPU: 2 workers + sink, no jobs, %u ms, %% of one "
+			"core.\n",
+			o->wake_gap_us, o->idle_ms);
+		fprintf(f,
+			"cross-core hand-off (the floor): %.0f ns one way "
+			"[%.0f-%.0f]\n",
+			ho, ho_lo, ho_hi);
+		fprintf(f,
+			"wake-up floor, no library: two futex wake-ups in a "
+			"row "
+			"after the same idle\ngap, p50 / p99: %.1f / %.1f us\n",
+			pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+			pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
+		fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "",
+			"low-load", "low-load", "low-load", "wake-up",
+			"wake-up", "idle");
+		fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "wait",
+			"bench", "bp", "same-wait", "bench", "bp", "CPU");
+		fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "",
+			"p50 / p99", "p50 / p99", "p50 / p99", "p50 / p99",
+			"p50 / p99", "%");
 		for (int wi = 0; wi < o->nwaits; wi++) {
 			int w = o->waits[wi];
 			char c[5][40];
@@ -1686,10 +1711,10 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 						NULL, NULL),
 					 pb_med(a[k][1], r->runs, PB_NWAITS, w,
 						NULL, NULL));
-			printf("%-11s %15s %15s %15s %15s %15s %8.2f\n",
-			       pb_waits[w].name, c[0], c[1], c[2], c[3], c[4],
-			       pb_med(r->idle, r->runs, PB_NWAITS, w, NULL,
-				      NULL));
+			fprintf(f, "%-11s %15s %15s %15s %15s %15s %8.2f\n",
+				pb_waits[w].name, c[0], c[1], c[2], c[3], c[4],
+				pb_med(r->idle, r->runs, PB_NWAITS, w, NULL,
+				       NULL));
 		}
 	}
 
@@ -1712,28 +1737,35 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 		double sc = pb_med_ratio(r, many, head);
 		double oc = 100.0 * (1.0 - pb_med_ratio(r, ord, head));
 
-		printf("\nHEADLINE (medians; ratios are medians of per-run "
-		       "ratios; load %s -> %s)\n",
-		       load0, load1);
-		printf("1. trivial, %uP/%uW, B=%u, unordered, %s: %.2f M "
-		       "jobs/s (target >= 80: %s)\n",
-		       o->producers, PB_HEAD_W, PB_HEAD_B,
-		       pb_waits[PB_HEAD_WAIT].name, hm, pb_target(hm, 80, 1));
-		printf("   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
-		       "%.3f (target >= 0.40: %s)\n",
-		       PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
-		printf("   the benchmark's own per-job work alone, one thread, "
-		       "B=%u: %.2f M jobs/s\n   (%.1f ns/job); pipeline / "
-		       "alone = %.3f\n",
-		       PB_HEAD_B, am, 1e3 / am, ra);
-		printf("2. %u workers / %u workers at B=%u: %.3f (target >= "
-		       "0.70: %s)\n",
-		       PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
-		       pb_target(sc, 0.70, 1));
-		printf("3. ordered vs unordered, B=%u, %uP/%uW: cost %.1f %% "
-		       "(target <= 15 %%: %s)\n",
-		       PB_HEAD_B, o->producers, PB_HEAD_W, oc,
-		       pb_target(oc, 15, 0));
+		fprintf(f,
+			"\nHEADLINE (medians; ratios are medians of per-run "
+			"ratios; load %s -> %s)\n",
+			load0, load1);
+		fprintf(f,
+			"1. trivial, %uP/%uW, B=%u, unordered, %s: %.2f M "
+			"jobs/s (target >= 80: %s)\n",
+			o->producers, PB_HEAD_W, PB_HEAD_B,
+			pb_waits[PB_HEAD_WAIT].name, hm, pb_target(hm, 80, 1));
+		fprintf(f,
+			"   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
+			"%.3f (target >= 0.40: %s)\n",
+			PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
+		fprintf(f,
+			"   the benchmark's own per-job work alone, one "
+			"thread, "
+			"B=%u: %.2f M jobs/s\n   (%.1f ns/job); pipeline / "
+			"alone = %.3f\n",
+			PB_HEAD_B, am, 1e3 / am, ra);
+		fprintf(f,
+			"2. %u workers / %u workers at B=%u: %.3f (target >= "
+			"0.70: %s)\n",
+			PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
+			pb_target(sc, 0.70, 1));
+		fprintf(f,
+			"3. ordered vs unordered, B=%u, %uP/%uW: cost %.1f %% "
+			"(target <= 15 %%: %s)\n",
+			PB_HEAD_B, o->producers, PB_HEAD_W, oc,
+			pb_target(oc, 15, 0));
 		if (o->latency) {
 			double bp50 = pb_med(r->lat_p50, r->runs, PB_NWAITS, 0,
 					     NULL, NULL),
@@ -1744,16 +1776,17 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 			       ssidle = pb_med(r->idle, r->runs, PB_NWAITS, 1,
 					       NULL, NULL);
 
-			printf("4. latency, submit -> sink seen, one way, us "
-			       "(p50 / p99), 1P/1W, one job at a time;\n"
-			       "   hand-off floor %.0f ns. low-load: producer "
-			       "spins+yields; same-wait: producer\n"
-			       "   waits with the row's strategy; wake-up: "
-			       "after %u us idle\n",
-			       pb_med(r->handoff, r->runs, 1, 0, NULL, NULL),
-			       o->wake_gap_us);
-			printf("   %-10s %15s %15s %15s %9s\n", "wait",
-			       "low-load", "same-wait", "wake-up", "idle CPU");
+			fprintf(f,
+				"4. latency, submit -> sink seen, one way, us "
+				"(p50 / p99), 1P/1W, one job at a time;\n"
+				"   hand-off floor %.0f ns. low-load: producer "
+				"spins+yields; same-wait: producer\n"
+				"   waits with the row's strategy; wake-up: "
+				"after %u us idle\n",
+				pb_med(r->handoff, r->runs, 1, 0, NULL, NULL),
+				o->wake_gap_us);
+			fprintf(f, "   %-10s %15s %15s %15s %9s\n", "wait",
+				"low-load", "same-wait", "wake-up", "idle CPU");
 			for (int wi = 0; wi < o->nwaits; wi++) {
 				int w = o->waits[wi];
 				const double *a[3][2] = {
@@ -1772,253 +1805,328 @@ static void pb_print_table(const struct pb_opts *o, const struct pb_results *r,
 						 pb_med(a[k][1], r->runs,
 							PB_NWAITS, w, NULL,
 							NULL));
-				printf("   %-10s %15s %15s %15s %7.2f %%\n",
-				       pb_waits[w].name, c[0], c[1], c[2],
-				       pb_med(r->idle, r->runs, PB_NWAITS, w,
-					      NULL, NULL));
+				fprintf(f, "   %-10s %15s %15s %15s %7.2f %%\n",
+					pb_waits[w].name, c[0], c[1], c[2],
+					pb_med(r->idle, r->runs, PB_NWAITS, w,
+					       NULL, NULL));
 			}
-			printf("   busy-poll p50 <= 5 us: %s; p99 <= 50 us: "
-			       "%s\n",
-			       pb_target(bp50, 5, 0), pb_target(bp99, 50, 0));
-			printf("   spin-sleep idle CPU < 1 %%: %s; wake-up p99 "
-			       "<= 100 us: %s\n",
-			       pb_target(ssidle, 0.999, 0),
-			       pb_target(ss99, 100, 0));
-			printf("5. cross-core hand-off, one way (round trip / "
-			       "2), median: %.0f ns\n",
-			       pb_med(r->handoff, r->runs, 1, 0, NULL, NULL));
-			printf("6. wake-up floor, no library (two futex "
-			       "wake-ups in a row after %u us idle),\n"
-			       "   p50 / p99: %.1f / %.1f us\n",
-			       o->wake_gap_us,
-			       pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
-			       pb_med(r->floor_p99, r->runs, 1, 0, NULL,
-				      NULL));
+			fprintf(f,
+				"   busy-poll p50 <= 5 us: %s; p99 <= 50 us: "
+				"%s\n",
+				pb_target(bp50, 5, 0), pb_target(bp99, 50, 0));
+			fprintf(f,
+				"   spin-sleep idle CPU < 1 %%: %s; wake-up "
+				"p99 "
+				"<= 100 us: %s\n",
+				pb_target(ssidle, 0.999, 0),
+				pb_target(ss99, 100, 0));
+			fprintf(f,
+				"5. cross-core hand-off, one way (round trip / "
+				"2), median: %.0f ns\n",
+				pb_med(r->handoff, r->runs, 1, 0, NULL, NULL));
+			fprintf(f,
+				"6. wake-up floor, no library (two futex "
+				"wake-ups in a row after %u us idle),\n"
+				"   p50 / p99: %.1f / %.1f us\n",
+				o->wake_gap_us,
+				pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+				pb_med(r->floor_p99, r->runs, 1, 0, NULL,
+				       NULL));
 		}
 	}
 }
 
-static void pb_print_csv(const struct pb_opts *o, const struct pb_results *r)
+static void pb_print_csv(FILE *f, const void *ctx)
 {
+	const struct pb_report *rep = ctx;
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+
 	/* p50_us, p99_us: bp_pipeline_stats lat_p50_ns / lat_p99_ns of the
 	 * run (bucket upper bounds) */
-	printf("producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_"
-	       "us\n");
+	fprintf(f,
+		"producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_"
+		"us\n");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 
 		if (p->kind != PB_PIPE)
 			continue;
 		for (int run = 0; run < r->runs; run++)
-			printf("%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f\n",
-			       o->producers, p->W, p->B, pb_waits[p->wait].name,
-			       p->ordered ? 1 : 0, run,
-			       *pb_cell(r, r->mj, run, i),
-			       *pb_cell(r, r->p50, run, i),
-			       *pb_cell(r, r->p99, run, i));
+			fprintf(f, "%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f\n",
+				o->producers, p->W, p->B,
+				pb_waits[p->wait].name, p->ordered ? 1 : 0, run,
+				*pb_cell(r, r->mj, run, i),
+				*pb_cell(r, r->p50, run, i),
+				*pb_cell(r, r->p99, run, i));
 	}
-	printf("ring1x1,B,run,Mitems_per_s\n");
+	fprintf(f, "ring1x1,B,run,Mitems_per_s\n");
 	for (int i = 0; i < r->npoints; i++)
 		if (r->pt[i].kind == PB_RING)
 			for (int run = 0; run < r->runs; run++)
-				printf("ring1x1,%u,%d,%.3f\n", r->pt[i].B, run,
-				       *pb_cell(r, r->mj, run, i));
-	printf("alone,B,run,Mjobs_per_s\n");
+				fprintf(f, "ring1x1,%u,%d,%.3f\n", r->pt[i].B,
+					run, *pb_cell(r, r->mj, run, i));
+	fprintf(f, "alone,B,run,Mjobs_per_s\n");
 	for (int i = 0; i < r->npoints; i++)
 		if (r->pt[i].kind == PB_ALONE)
 			for (int run = 0; run < r->runs; run++)
-				printf("alone,%u,%d,%.3f\n", r->pt[i].B, run,
-				       *pb_cell(r, r->mj, run, i));
+				fprintf(f, "alone,%u,%d,%.3f\n", r->pt[i].B,
+					run, *pb_cell(r, r->mj, run, i));
 	if (o->work_ns && !o->sweep_only) {
-		printf("work,work_ns,producers,workers,B,wait,ordered,run,"
-		       "Mjobs_per_s,p50_us,p99_us\n");
+		fprintf(f, "work,work_ns,producers,workers,B,wait,ordered,run,"
+			   "Mjobs_per_s,p50_us,p99_us\n");
 		for (int i = 0; i < r->npoints; i++) {
 			const struct pb_point *p = &r->pt[i];
 
 			if (p->kind != PB_WORK)
 				continue;
 			for (int run = 0; run < r->runs; run++)
-				printf("work,%u,%u,%u,%u,%s,0,%d,%.3f,%.3f,%."
-				       "3f\n",
-				       o->work_ns, o->producers, p->W, p->B,
-				       pb_waits[p->wait].name, run,
-				       *pb_cell(r, r->mj, run, i),
-				       *pb_cell(r, r->p50, run, i),
-				       *pb_cell(r, r->p99, run, i));
+				fprintf(f,
+					"work,%u,%u,%u,%u,%s,0,%d,%.3f,%.3f,%."
+					"3f\n",
+					o->work_ns, o->producers, p->W, p->B,
+					pb_waits[p->wait].name, run,
+					*pb_cell(r, r->mj, run, i),
+					*pb_cell(r, r->p50, run, i),
+					*pb_cell(r, r->p99, run, i));
 		}
 	}
 	if (!o->latency)
 		return;
 	/* bench_*: the benchmark's own one-way clock; bp_*: the stats' */
-	printf("latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
-	       "p99_us,idle_cpu_pct\n");
+	fprintf(f,
+		"latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
+		"p99_us,idle_cpu_pct\n");
 	for (int wi = 0; wi < o->nwaits; wi++) {
 		int w = o->waits[wi];
 
 		for (int run = 0; run < r->runs; run++) {
-			printf("latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
-			       pb_waits[w].name, run,
-			       *pb_wcell(r->lat_p50, run, w),
-			       *pb_wcell(r->lat_p99, run, w),
-			       *pb_wcell(r->lat_bp50, run, w),
-			       *pb_wcell(r->lat_bp99, run, w));
-			printf("latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
-			       "\n",
-			       pb_waits[w].name, run,
-			       *pb_wcell(r->same_p50, run, w),
-			       *pb_wcell(r->same_p99, run, w));
-			printf("latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
-			       pb_waits[w].name, run,
-			       *pb_wcell(r->wake_p50, run, w),
-			       *pb_wcell(r->wake_p99, run, w),
-			       *pb_wcell(r->wake_bp50, run, w),
-			       *pb_wcell(r->wake_bp99, run, w));
-			printf("latency,%s,idle,%d,,,,,%.3f\n",
-			       pb_waits[w].name, run,
-			       *pb_wcell(r->idle, run, w));
+			fprintf(f,
+				"latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->lat_p50, run, w),
+				*pb_wcell(r->lat_p99, run, w),
+				*pb_wcell(r->lat_bp50, run, w),
+				*pb_wcell(r->lat_bp99, run, w));
+			fprintf(f,
+				"latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
+				"\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->same_p50, run, w),
+				*pb_wcell(r->same_p99, run, w));
+			fprintf(f,
+				"latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->wake_p50, run, w),
+				*pb_wcell(r->wake_p99, run, w),
+				*pb_wcell(r->wake_bp50, run, w),
+				*pb_wcell(r->wake_bp99, run, w));
+			fprintf(f, "latency,%s,idle,%d,,,,,%.3f\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->idle, run, w));
 		}
 	}
-	printf("handoff,run,ns_one_way\n");
+	fprintf(f, "handoff,run,ns_one_way\n");
 	for (int run = 0; run < r->runs; run++)
-		printf("handoff,%d,%.1f\n", run, r->handoff[run]);
-	printf("wakefloor,run,p50_us,p99_us\n");
+		fprintf(f, "handoff,%d,%.1f\n", run, r->handoff[run]);
+	fprintf(f, "wakefloor,run,p50_us,p99_us\n");
 	for (int run = 0; run < r->runs; run++)
-		printf("wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
-		       r->floor_p99[run]);
+		fprintf(f, "wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
+			r->floor_p99[run]);
 }
 
 /* ---- options ------------------------------------------------------------- */
 
-static void pb_usage(FILE *f)
+static int pb_set_waits(struct bench_args *a, const char *arg)
 {
-	fprintf(f,
-		"usage: bpbench pipeline [options]\n"
-		"End-to-end throughput and latency of bp_pipeline (producers "
-		"-> workers -> sink),\ninterleaved runs, medians; the bp_ring "
-		"1x1 reference in the same runs; low-load\nand wake-up "
-		"latency, idle CPU and the cross-core hand-off time.\n"
-		"  --runs N         runs per point (default 5; --quick: 3)\n"
-		"  --ms N           producing time per run, ms (default 150; "
-		"--quick: 20)\n"
-		"  --producers N    producer threads (default 2)\n"
-		"  --workers LIST   worker counts (default 1,2,4,8,16)\n"
-		"  --batches LIST   B: submit batch and max_batch (default "
-		"1,8,32,128)\n"
-		"  --waits LIST     busy-poll,spin-sleep,sleep (default: all; "
-		"one strategy\n"
-		"                   for worker, sink and producer waits)\n"
-		"  --work-ns N      also run jobs that do N ns of arithmetic "
-		"each, B=32,\n"
-		"                   spin-sleep, every worker count (default "
-		"1000; 0: off)\n"
-		"  --pool N         jobs per producer, recycled (default "
-		"4096)\n"
-		"  --lat-ms N       low-load latency sampling per run, ms "
-		"(default 100;\n"
-		"                   --quick: 30)\n"
-		"  --wake-samples N wake-up samples per run (default 100; "
-		"--quick: 20)\n"
-		"  --wake-gap-us N  idle time before each wake-up job "
-		"(default 5000)\n"
-		"  --idle-ms N      idle-CPU window (default 1000; --quick: "
-		"500)\n"
-		"  --no-latency     skip latency, wake-up, idle, hand-off and the wake floor\n"
-		"  --sweep-only     only workers x batches x waits, unordered: "
-		"no ordered,\n"
-		"                   ring, work or headline points (for "
-		"profiling one point)\n"
-		"  --pin            pin producers, workers and the sink "
-		"round-robin\n"
-		"                   (default: only the ring reference and the "
-		"hand-off\n"
-		"                   threads are pinned)\n"
-		"  --inflight N     max_inflight per worker (default: the "
-		"library's, 1024,\n"
-		"                   raised to B)\n"
-		"  --ingress N      ingress_capacity (default: the library's, "
-		"4096)\n"
-		"  --egress N       egress_capacity (default: the library's, "
-		"1024)\n"
-		"  --spin-ns N      spin-sleep: spin_ns of every wait "
-		"(default: "
-		"the library's,\n"
-		"                   20000)\n"
-		"  --yields N       spin-sleep: yields of every wait (default: "
-		"the library's, 8)\n"
-		"  --cpus LIST      CPUs to use for pinning (default: all "
-		"allowed)\n"
-		"  --seed N         seed of the order shuffles (default 1)\n"
-		"  --quick          short runs, the whole thing in under 30 s\n"
-		"  --csv            CSV on stdout: producers,workers,B,wait,"
-		"ordered,run,\n"
-		"                   Mjobs_per_s,p50_us,p99_us (p50/p99: "
-		"bp_pipeline_stats of\n"
-		"                   the run), then tagged blocks ring1x1, alone, "
-		"work, latency,\n                   handoff, wakefloor\n"
-		"  --help           this text\n"
-		"Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
-		"its\nverification, 2 bad usage.\n");
-}
-
-static int pb_parse_waits(char *s, int *out)
-{
+	struct pb_opts *o = a->ctx;
 	const char *names[PB_NWAITS + 1];
-	int n = bench_parse_names(s, names, PB_NWAITS);
+	char buf[256];
+	int n;
 
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	n = bench_parse_names(buf, names, PB_NWAITS);
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
-		out[i] = -1;
+		o->waits[i] = -1;
 		for (int w = 0; w < PB_NWAITS; w++)
 			if (!strcmp(names[i], pb_waits[w].name))
-				out[i] = w;
-		if (out[i] < 0)
+				o->waits[i] = w;
+		if (o->waits[i] < 0)
 			return -1;
 		for (int j = 0; j < i; j++)
-			if (out[j] == out[i])
+			if (o->waits[j] == o->waits[i])
 				return -1;
 	}
-	return n;
+	o->nwaits = n;
+	return 0;
 }
+
+/* An option with one unsigned value in [lo, hi], stored at o + off. */
+#define PB_UINT_OPT(fn, field, lo, hi, flag)                                   \
+	static int fn(struct bench_args *a, const char *arg)                   \
+	{                                                                      \
+		struct pb_opts *o = a->ctx;                                    \
+                                                                               \
+		if (bench_parse_uint(arg, &o->field, lo, hi))                  \
+			return -1;                                             \
+		flag;                                                          \
+		return 0;                                                      \
+	}
+
+PB_UINT_OPT(pb_set_producers, producers, 1, PB_MAX_PRODUCERS, )
+PB_UINT_OPT(pb_set_work_ns, work_ns, 0, 10000000, )
+PB_UINT_OPT(pb_set_pool, pool, 2, 1u << 24, )
+PB_UINT_OPT(pb_set_lat_ms, lat_ms, 1, 600000, o->lat_set = 1)
+PB_UINT_OPT(pb_set_wake_samples, wake_samples, 1, PB_MAX_SAMPLES,
+	    o->wake_set = 1)
+PB_UINT_OPT(pb_set_wake_gap_us, wake_gap_us, 0, 10000000, )
+PB_UINT_OPT(pb_set_idle_ms, idle_ms, 1, 600000, o->idle_set = 1)
+PB_UINT_OPT(pb_set_inflight, inflight, 1, BP_MAX_INFLIGHT, )
+PB_UINT_OPT(pb_set_ingress, ingress, 1, BP_MAX_RING, )
+PB_UINT_OPT(pb_set_egress, egress, 1, BP_MAX_RING, )
+
+static int pb_set_workers(struct bench_args *a, const char *arg)
+{
+	struct pb_opts *o = a->ctx;
+
+	o->nworkers = bench_parse_uints(arg, o->workers, PB_MAX_WLIST, 1,
+					BP_MAX_WORKERS);
+	return o->nworkers < 0 ? -1 : 0;
+}
+
+static int pb_set_batches(struct bench_args *a, const char *arg)
+{
+	struct pb_opts *o = a->ctx;
+
+	o->nbatches = bench_parse_uints(arg, o->batches, PB_MAX_BATCHES, 1,
+					BP_MAX_BATCH);
+	return o->nbatches < 0 ? -1 : 0;
+}
+
+static int pb_set_spin_ns(struct bench_args *a, const char *arg)
+{
+	unsigned v;
+
+	(void)a;
+	if (bench_parse_uint(arg, &v, 0, 100000000))
+		return -1;
+	pb_spin_ns = (int)v;
+	return 0;
+}
+
+static int pb_set_yields(struct bench_args *a, const char *arg)
+{
+	unsigned v;
+
+	(void)a;
+	if (bench_parse_uint(arg, &v, 0, 1000000))
+		return -1;
+	pb_yields = (int)v;
+	return 0;
+}
+
+static int pb_set_no_latency(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->latency = 0;
+	return 0;
+}
+
+static int pb_set_sweep_only(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->sweep_only = 1;
+	return 0;
+}
+
+static int pb_set_pin(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->pin = 1;
+	return 0;
+}
+
+static const struct bench_opt pb_options[] = {
+	BENCH_OPT_RUNS("runs per point (default 5; --quick: 3)"),
+	BENCH_OPT_MS("producing time per run, ms (default 150; --quick: 20)"),
+	{"producers", "N", pb_set_producers, "producer threads (default 2)"},
+	{"workers", "LIST", pb_set_workers,
+	 "worker counts (default 1,2,4,8,16)"},
+	{"batches", "LIST", pb_set_batches,
+	 "B: submit batch and max_batch (default 1,8,32,128)"},
+	{"waits", "LIST", pb_set_waits,
+	 "busy-poll,spin-sleep,sleep (default: all; one strategy\n"
+	 "for worker, sink and producer waits)"},
+	{"work-ns", "N", pb_set_work_ns,
+	 "also run jobs that do N ns of arithmetic each, B=32,\n"
+	 "spin-sleep, every worker count (default 1000; 0: off)"},
+	{"pool", "N", pb_set_pool,
+	 "jobs per producer, recycled (default 4096)"},
+	{"lat-ms", "N", pb_set_lat_ms,
+	 "low-load latency sampling per run, ms (default 100;\n--quick: 30)"},
+	{"wake-samples", "N", pb_set_wake_samples,
+	 "wake-up samples per run (default 100; --quick: 20)"},
+	{"wake-gap-us", "N", pb_set_wake_gap_us,
+	 "idle time before each wake-up job (default 5000)"},
+	{"idle-ms", "N", pb_set_idle_ms,
+	 "idle-CPU window (default 1000; --quick: 500)"},
+	{"no-latency", NULL, pb_set_no_latency,
+	 "skip latency, wake-up, idle, hand-off and the wake floor"},
+	{"sweep-only", NULL, pb_set_sweep_only,
+	 "only workers x batches x waits, unordered: no ordered,\n"
+	 "ring, work or headline points (for profiling one point)"},
+	{"pin", NULL, pb_set_pin,
+	 "pin producers, workers and the sink round-robin\n"
+	 "(default: only the ring reference and the hand-off\n"
+	 "threads are pinned)"},
+	{"inflight", "N", pb_set_inflight,
+	 "max_inflight per worker (default: the library's, 1024,\n"
+	 "raised to B)"},
+	{"ingress", "N", pb_set_ingress,
+	 "ingress_capacity (default: the library's, 4096)"},
+	{"egress", "N", pb_set_egress,
+	 "egress_capacity (default: the library's, 1024)"},
+	{"spin-ns", "N", pb_set_spin_ns,
+	 "spin-sleep: spin_ns of every wait (default: the library's,\n"
+	 "20000)"},
+	{"yields", "N", pb_set_yields,
+	 "spin-sleep: yields of every wait (default: the library's, 8)"},
+	BENCH_OPT_CPUS("CPUs to use for pinning (default: all allowed)"),
+	BENCH_OPT_SEED("seed of the order shuffles (default 1)"),
+	BENCH_OPT_QUICK("short runs, the whole thing in under 30 s"),
+	BENCH_OPT_CSV("CSV on stdout: producers,workers,B,wait,ordered,run,\n"
+		      "Mjobs_per_s,p50_us,p99_us (p50/p99: bp_pipeline_stats "
+		      "of\nthe run), then tagged blocks ring1x1, alone, work, "
+		      "latency,\nhandoff, wakefloor"),
+	BENCH_OPT_OUT,
+	BENCH_OPT_NAME,
+	BENCH_OPT_HELP,
+	BENCH_OPT_END,
+};
+
+static const struct bench_cmd pb_cmd = {
+	.name = "pipeline",
+	.about = "End-to-end throughput and latency of bp_pipeline (producers "
+		 "-> workers -> sink),\ninterleaved runs, medians; the bp_ring "
+		 "1x1 reference in the same runs; low-load\nand wake-up "
+		 "latency, idle CPU and the cross-core hand-off time.\n",
+	.opts = pb_options,
+	.epilog = "Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
+		  "its\nverification, 2 bad usage.\n",
+	.max_runs = PB_MAX_RUNS,
+};
 
 static int pb_parse(int argc, char **argv, struct pb_opts *o)
 {
-	static const struct option longopts[] = {
-		{"runs", required_argument, NULL, 'r'},
-		{"ms", required_argument, NULL, 'm'},
-		{"producers", required_argument, NULL, 'P'},
-		{"workers", required_argument, NULL, 'w'},
-		{"batches", required_argument, NULL, 'b'},
-		{"waits", required_argument, NULL, 'W'},
-		{"work-ns", required_argument, NULL, 'n'},
-		{"pool", required_argument, NULL, 'k'},
-		{"lat-ms", required_argument, NULL, 'l'},
-		{"wake-samples", required_argument, NULL, 'S'},
-		{"wake-gap-us", required_argument, NULL, 'g'},
-		{"idle-ms", required_argument, NULL, 'i'},
-		{"no-latency", no_argument, NULL, 'L'},
-		{"sweep-only", no_argument, NULL, 'O'},
-		{"pin", no_argument, NULL, 'p'},
-		{"inflight", required_argument, NULL, 'I'},
-		{"spin-ns", required_argument, NULL, 'N'},
-		{"yields", required_argument, NULL, 'Y'},
-		{"ingress", required_argument, NULL, 'G'},
-		{"egress", required_argument, NULL, 'E'},
-		{"cpus", required_argument, NULL, 'c'},
-		{"seed", required_argument, NULL, 's'},
-		{"quick", no_argument, NULL, 'Q'},
-		{"csv", no_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int runs_set = 0, ms_set = 0, lat_set = 0, wake_set = 0, idle_set = 0;
-	int opt;
-	unsigned v;
-	char waits[256];
+	int rc;
 
 	memset(o, 0, sizeof(*o));
-	o->runs = 5;
-	o->ms = 150;
+	bench_args_init(&o->a, &pb_cmd, o);
+	o->a.ms = 150;
 	o->producers = 2;
 	o->pool = 4096;
 	o->work_ns = 1000;
@@ -2027,7 +2135,6 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	o->wake_gap_us = 5000;
 	o->idle_ms = 1000;
 	o->latency = 1;
-	o->seed = 1;
 	o->nworkers = bench_parse_uints("1,2,4,8,16", o->workers, PB_MAX_WLIST,
 					1, BP_MAX_WORKERS);
 	o->nbatches = bench_parse_uints("1,8,32,128", o->batches,
@@ -2036,186 +2143,31 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	for (int i = 0; i < PB_NWAITS; i++)
 		o->waits[i] = i;
 
-	opterr = 0; /* our own message, then the usage */
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'r':
-			if (bench_parse_uint(optarg, &o->runs, 1, PB_MAX_RUNS))
-				goto bad_value;
-			runs_set = 1;
-			break;
-		case 'm':
-			if (bench_parse_uint(optarg, &o->ms, 1, 600000))
-				goto bad_value;
-			ms_set = 1;
-			break;
-		case 'P':
-			if (bench_parse_uint(optarg, &o->producers, 1,
-					     PB_MAX_PRODUCERS))
-				goto bad_value;
-			break;
-		case 'w':
-			o->nworkers = bench_parse_uints(optarg, o->workers,
-							PB_MAX_WLIST, 1,
-							BP_MAX_WORKERS);
-			if (o->nworkers < 0)
-				goto bad_value;
-			break;
-		case 'b':
-			o->nbatches = bench_parse_uints(optarg, o->batches,
-							PB_MAX_BATCHES, 1,
-							BP_MAX_BATCH);
-			if (o->nbatches < 0)
-				goto bad_value;
-			break;
-		case 'W':
-			if (strlen(optarg) >= sizeof(waits))
-				goto bad_value;
-			strcpy(waits, optarg);
-			o->nwaits = pb_parse_waits(waits, o->waits);
-			if (o->nwaits < 0)
-				goto bad_value;
-			break;
-		case 'n':
-			if (bench_parse_uint(optarg, &o->work_ns, 0, 10000000))
-				goto bad_value;
-			break;
-		case 'k':
-			if (bench_parse_uint(optarg, &o->pool, 2, 1u << 24))
-				goto bad_value;
-			break;
-		case 'l':
-			if (bench_parse_uint(optarg, &o->lat_ms, 1, 600000))
-				goto bad_value;
-			lat_set = 1;
-			break;
-		case 'S':
-			if (bench_parse_uint(optarg, &o->wake_samples, 1,
-					     PB_MAX_SAMPLES))
-				goto bad_value;
-			wake_set = 1;
-			break;
-		case 'g':
-			if (bench_parse_uint(optarg, &o->wake_gap_us, 0,
-					     10000000))
-				goto bad_value;
-			break;
-		case 'i':
-			if (bench_parse_uint(optarg, &o->idle_ms, 1, 600000))
-				goto bad_value;
-			idle_set = 1;
-			break;
-		case 'L':
-			o->latency = 0;
-			break;
-		case 'O':
-			o->sweep_only = 1;
-			break;
-		case 'p':
-			o->pin = 1;
-			break;
-		case 'I':
-			if (bench_parse_uint(optarg, &o->inflight, 1,
-					     BP_MAX_INFLIGHT))
-				goto bad_value;
-			break;
-		case 'N':
-			if (bench_parse_uint(optarg, &v, 0, 100000000))
-				goto bad_value;
-			pb_spin_ns = (int)v;
-			break;
-		case 'Y':
-			if (bench_parse_uint(optarg, &v, 0, 1000000))
-				goto bad_value;
-			pb_yields = (int)v;
-			break;
-		case 'G':
-			if (bench_parse_uint(optarg, &o->ingress, 1,
-					     BP_MAX_RING))
-				goto bad_value;
-			break;
-		case 'E':
-			if (bench_parse_uint(optarg, &o->egress, 1,
-					     BP_MAX_RING))
-				goto bad_value;
-			break;
-		case 'c':
-			o->ncpus = bench_cpus_parse(optarg, o->cpus,
-						    BENCH_MAX_CPUS);
-			if (o->ncpus < 0) {
-				fprintf(stderr,
-					"bpbench pipeline: bad --cpus '%s' "
-					"(syntax, or a CPU this process may "
-					"not use)\n",
-					optarg);
-				goto usage;
-			}
-			break;
-		case 's':
-			if (bench_parse_uint(optarg, &v, 0, UINT32_MAX))
-				goto bad_value;
-			o->seed = v;
-			break;
-		case 'Q':
-			o->quick = 1;
-			break;
-		case 'C':
-			o->csv = 1;
-			break;
-		case 'h':
-			pb_usage(stdout);
-			exit(0);
-		default:
-			bench_bad_option(BENCH_CMD, longopts, optopt,
-					 argv[optind - 1]);
-			goto usage;
-		}
-		continue;
-	bad_value:
-		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
-		goto usage;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "bpbench pipeline: unexpected argument '%s'\n",
-			argv[optind]);
-		goto usage;
-	}
+	rc = bench_opts_parse(&o->a, argc, argv);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
 	for (int b = 0; b < o->nbatches; b++)
-		if (o->batches[b] > o->pool / 2) {
+		if (o->batches[b] > o->pool / 2)
 			/* a producer gathers a whole batch from its pool */
-			fprintf(stderr,
-				"bpbench pipeline: batch %u is more than half "
-				"the pool %u\n",
+			return bench_usage_error(
+				&o->a, "batch %u is more than half the pool %u",
 				o->batches[b], o->pool);
-			goto usage;
-		}
-	if (o->pool < 2 * PB_HEAD_B) {
-		fprintf(stderr, "bpbench pipeline: --pool must be >= %u\n",
-			2 * PB_HEAD_B);
-		goto usage;
-	}
-	if (o->quick) {
-		if (!runs_set)
-			o->runs = 3;
-		if (!ms_set)
-			o->ms = 20;
-		if (!lat_set)
+	if (o->pool < 2 * PB_HEAD_B)
+		return bench_usage_error(&o->a, "--pool must be >= %u",
+					 2 * PB_HEAD_B);
+	if (o->a.quick) {
+		if (!o->a.runs_set)
+			o->a.runs = 3;
+		if (!o->a.ms_set)
+			o->a.ms = 20;
+		if (!o->lat_set)
 			o->lat_ms = 30;
-		if (!wake_set)
+		if (!o->wake_set)
 			o->wake_samples = 20;
-		if (!idle_set)
+		if (!o->idle_set)
 			o->idle_ms = 500;
 	}
-	if (o->ncpus == 0) {
-		o->ncpus = bench_cpus_available(o->cpus, BENCH_MAX_CPUS);
-		if (o->ncpus <= 0)
-			bench_die("bpbench pipeline: sched_getaffinity "
-				  "failed\n");
-	}
-	return 0;
-usage:
-	pb_usage(stderr);
-	return -1;
+	return BENCH_OPTS_RUN;
 }
 
 static double *pb_nan_array(size_t n)
@@ -2233,17 +2185,20 @@ int bench_pipeline_main(int argc, char **argv)
 	struct pb_results *r;
 	struct pb_producer *prod, *lp;
 	char load0[128], load1[128];
+	struct pb_report rep;
 	size_t ncell, nw;
 	int64_t t0;
+	int rc;
 
-	if (pb_parse(argc, argv, &o))
-		return BENCH_EXIT_USAGE;
+	rc = pb_parse(argc, argv, &o);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
 	pb_loadavg(load0, sizeof(load0));
 	fprintf(stderr, "bpbench pipeline: load average at start: %s\n", load0);
 	t0 = bench_now_ns();
 
 	r = bench_zalloc(sizeof(*r));
-	r->runs = (int)o.runs;
+	r->runs = (int)o.a.runs;
 	pb_build_points(&o, r);
 	ncell = (size_t)r->runs * (size_t)r->npoints;
 	nw = (size_t)r->runs * PB_NWAITS;
@@ -2292,10 +2247,8 @@ int bench_pipeline_main(int argc, char **argv)
 		" jobs); load average at end: %s\n",
 		(double)(bench_now_ns() - t0) / 1e9, pb_jobs_verified, load1);
 
-	if (o.csv)
-		pb_print_csv(&o, r);
-	else
-		pb_print_table(&o, r, load0, load1);
+	rep = (struct pb_report){&o, r, load0, load1};
+	rc = bench_emit(&o.a, pb_print_csv, pb_print_table, NULL, &rep);
 
 	for (unsigned i = 0; i < o.producers; i++)
 		pb_pool_fini(&prod[i]);
@@ -2320,5 +2273,5 @@ int bench_pipeline_main(int argc, char **argv)
 	free(r->floor_p50);
 	free(r->floor_p99);
 	free(r);
-	return 0;
+	return rc;
 }

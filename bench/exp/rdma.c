@@ -63,7 +63,6 @@
  * idle CPU: a started pipeline with nothing to do, and one fed 100 ops/s.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -117,11 +116,13 @@ struct rb_opts {
 	unsigned sizes[RB_MAX_LIST], post[RB_MAX_LIST], reap[RB_MAX_LIST];
 	unsigned depth[RB_MAX_LIST], workers[RB_MAX_LIST], rails[RB_MAX_LIST];
 	int nsizes, npost, nreap, ndepth, nworkers, nrails;
-	int grid; /* a list was given: the cross product */
-	unsigned runs, ms, producers, region_mib, lat_ms, idle_ms, max_slots;
+	int grid;	     /* a list was given: the cross product */
+	struct bench_args a; /* runs, ms, output */
+	unsigned producers, region_mib, lat_ms, idle_ms, max_slots;
 	const char *node;
-	int csv, quick, latency_only, no_latency;
-	int target_mode; /* 0 auto, 1 daemon, 2 in-process */
+	int latency_only, no_latency;
+	int lat_set, idle_set; /* given: --quick leaves them */
+	int target_mode;       /* 0 auto, 1 daemon, 2 in-process */
 };
 
 /* ---- the target ------------------------------------------------------- */
@@ -1095,7 +1096,7 @@ static void rb_build_points(const struct rb_opts *o, struct rb_results *r)
 		/* 2: 64 B batching, unbatched against batched (target 2) */
 		rb_add(r, pv, 64, 1, 1, 1, 1, 1);
 		rb_add(r, pv, 64, 16, 16, 64, 1, 1);
-		if (o->quick)
+		if (o->a.quick)
 			continue;
 		/* 3: at 64 B each knob alone around post 16 reap 16 depth 64 */
 		for (unsigned v = 1; v <= 64; v *= 4)
@@ -1174,7 +1175,7 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 	struct rb_raw rw;
 	char name[160], what[200], why[256];
 	uint64_t out_pipe, out_raw;
-	unsigned warm = o->ms / 4 < 20 ? 20 : o->ms / 4;
+	unsigned warm = o->a.ms / 4 < 20 ? 20 : o->a.ms / 4;
 	int rc;
 
 	rb_point_cfg(o, p, &c);
@@ -1223,10 +1224,10 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 
 			snprintf(what, sizeof(what), "%s %s run %d", name,
 				 rb_var_name[v], r);
-			res = v == RB_PIPE ? rb_pipe_run(&pp, t, o->ms,
+			res = v == RB_PIPE ? rb_pipe_run(&pp, t, o->a.ms,
 							 out_pipe, what)
-					   : rb_raw_run(&rw, t, o->ms, out_raw,
-							what);
+					   : rb_raw_run(&rw, t, o->a.ms,
+							out_raw, what);
 			p->gbps[v][r] = res.gbps;
 			p->mops[v][r] = res.mops;
 			p->cpu[v][r] = res.cpu_ns;
@@ -1620,7 +1621,8 @@ static const char *rb_size_str(unsigned size, char *buf, size_t len)
 	return buf;
 }
 
-static void rb_print_table(const struct rb_opts *o, const struct rb_results *r,
+static void rb_print_table(FILE *f, const struct rb_opts *o,
+			   const struct rb_results *r,
 			   const char *const *target_desc)
 {
 	for (int pv = 0; pv < o->nprov; pv++) {
@@ -1630,14 +1632,16 @@ static void rb_print_table(const struct rb_opts *o, const struct rb_results *r,
 			any |= r->pt[i].prov == pv;
 		if (!any)
 			continue;
-		printf("\n%s (target: %s), medians of %d interleaved runs of "
-		       "%u ms\n",
-		       o->prov[pv], target_desc[pv], r->runs, o->ms);
-		printf("%5s %4s %4s %5s %2s %2s | %8s %8s %6s | %8s %8s | "
-		       "%9s %9s %8s\n",
-		       "size", "post", "reap", "depth", "W", "R", "pipe GB/s",
-		       "raw GB/s", "ratio", "pipeMops", "raw Mops",
-		       "pipe ns/op", "raw ns/op", "extra");
+		fprintf(f,
+			"\n%s (target: %s), medians of %d interleaved runs of "
+			"%u ms\n",
+			o->prov[pv], target_desc[pv], r->runs, o->a.ms);
+		fprintf(f,
+			"%5s %4s %4s %5s %2s %2s | %8s %8s %6s | %8s %8s | "
+			"%9s %9s %8s\n",
+			"size", "post", "reap", "depth", "W", "R", "pipe GB/s",
+			"raw GB/s", "ratio", "pipeMops", "raw Mops",
+			"pipe ns/op", "raw ns/op", "extra");
 		for (int i = 0; i < r->npoints; i++) {
 			const struct rb_point *p = &r->pt[i];
 			char sz[16];
@@ -1645,37 +1649,41 @@ static void rb_print_table(const struct rb_opts *o, const struct rb_results *r,
 			if (p->prov != pv)
 				continue;
 			rb_size_str(p->size, sz, sizeof(sz));
-			printf("%5s %4u %4u %5u %2u %2u | ", sz, p->post,
-			       p->reap, p->depth, p->workers, p->rails);
+			fprintf(f, "%5s %4u %4u %5u %2u %2u | ", sz, p->post,
+				p->reap, p->depth, p->workers, p->rails);
 			if (p->skipped) {
-				printf("skipped: %s\n", p->note);
+				fprintf(f, "skipped: %s\n", p->note);
 				continue;
 			}
-			printf("%9.3f %8.3f %6.3f | %8.3f %8.3f | %10.0f "
-			       "%9.0f %8.0f\n",
-			       rb_med(p->gbps[RB_PIPE], r->runs),
-			       rb_med(p->gbps[RB_RAW], r->runs),
-			       rb_med_ratio(p->gbps[RB_PIPE], p->gbps[RB_RAW],
-					    r->runs),
-			       rb_med(p->mops[RB_PIPE], r->runs),
-			       rb_med(p->mops[RB_RAW], r->runs),
-			       rb_med(p->cpu[RB_PIPE], r->runs),
-			       rb_med(p->cpu[RB_RAW], r->runs),
-			       rb_med_diff(p->cpu[RB_PIPE], p->cpu[RB_RAW],
-					   r->runs));
+			fprintf(f,
+				"%9.3f %8.3f %6.3f | %8.3f %8.3f | %10.0f "
+				"%9.0f %8.0f\n",
+				rb_med(p->gbps[RB_PIPE], r->runs),
+				rb_med(p->gbps[RB_RAW], r->runs),
+				rb_med_ratio(p->gbps[RB_PIPE], p->gbps[RB_RAW],
+					     r->runs),
+				rb_med(p->mops[RB_PIPE], r->runs),
+				rb_med(p->mops[RB_RAW], r->runs),
+				rb_med(p->cpu[RB_PIPE], r->runs),
+				rb_med(p->cpu[RB_RAW], r->runs),
+				rb_med_diff(p->cpu[RB_PIPE], p->cpu[RB_RAW],
+					    r->runs));
 		}
 	}
-	printf("\nratio: pipeline / raw GB/s, median of per-run ratios. "
-	       "ns/op: CPU time of the\nvariant's threads (pipeline: "
-	       "producers, workers, sink; raw: its threads) per\nop; extra = "
-	       "pipeline - raw (median of per-run differences). The "
-	       "target's\nCPU is in neither.\n");
+	fprintf(f,
+		"\nratio: pipeline / raw GB/s, median of per-run ratios. "
+		"ns/op: CPU time of the\nvariant's threads (pipeline: "
+		"producers, workers, sink; raw: its threads) per\nop; extra = "
+		"pipeline - raw (median of per-run differences). The "
+		"target's\nCPU is in neither.\n");
 }
 
-static void rb_print_csv(const struct rb_opts *o, const struct rb_results *r)
+static void rb_print_csv(FILE *f, const struct rb_opts *o,
+			 const struct rb_results *r)
 {
-	printf("provider,mode,size,post_batch,reap_batch,depth,workers,rails,"
-	       "run,GBps,Mops,cpu_ns_per_op\n");
+	fprintf(f,
+		"provider,mode,size,post_batch,reap_batch,depth,workers,rails,"
+		"run,GBps,Mops,cpu_ns_per_op\n");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct rb_point *p = &r->pt[i];
 
@@ -1683,79 +1691,86 @@ static void rb_print_csv(const struct rb_opts *o, const struct rb_results *r)
 			continue;
 		for (int run = 0; run < r->runs; run++)
 			for (int v = 0; v < RB_NVAR; v++)
-				printf("%s,%s,%u,%u,%u,%u,%u,%u,%d,%.4f,%.4f,"
-				       "%.1f\n",
-				       o->prov[p->prov], rb_var_name[v],
-				       p->size, p->post, p->reap, p->depth,
-				       p->workers, p->rails, run,
-				       p->gbps[v][run], p->mops[v][run],
-				       p->cpu[v][run]);
+				fprintf(f,
+					"%s,%s,%u,%u,%u,%u,%u,%u,%d,%.4f,%.4f,"
+					"%.1f\n",
+					o->prov[p->prov], rb_var_name[v],
+					p->size, p->post, p->reap, p->depth,
+					p->workers, p->rails, run,
+					p->gbps[v][run], p->mops[v][run],
+					p->cpu[v][run]);
 	}
 }
 
-static void rb_print_latency(const struct rb_opts *o,
+static void rb_print_latency(FILE *f, const struct rb_opts *o,
 			     const struct rb_prov_lat *pl,
 			     const char *const *target_desc)
 {
 	for (int pv = 0; pv < o->nprov; pv++) {
 		if (!pl[pv].done)
 			continue;
-		printf("\n%s: 4 KiB writes, depth 1, one worker (target: %s), "
-		       "%u ms each\n",
-		       o->prov[pv], target_desc[pv], o->lat_ms);
-		printf("%-20s | %8s %8s %8s %8s %8s | %9s | %7s %7s\n",
-		       "completion wait", "avg us", "p50 us", "p90 us",
-		       "p99 us", "p99.9 us", "ops/s", "client%", "target%");
+		fprintf(f,
+			"\n%s: 4 KiB writes, depth 1, one worker (target: %s), "
+			"%u ms each\n",
+			o->prov[pv], target_desc[pv], o->lat_ms);
+		fprintf(f, "%-20s | %8s %8s %8s %8s %8s | %9s | %7s %7s\n",
+			"completion wait", "avg us", "p50 us", "p90 us",
+			"p99 us", "p99.9 us", "ops/s", "client%", "target%");
 		for (int k = 0; k < RB_NLAT; k++) {
 			const struct rb_lat *l = &pl[pv].lat[k];
 
-			printf("%-20s | ", rb_lat_name[k]);
+			fprintf(f, "%-20s | ", rb_lat_name[k]);
 			if (l->na) {
-				printf("n/a (%s)\n", l->note);
+				fprintf(f, "n/a (%s)\n", l->note);
 				continue;
 			}
-			printf("%8.1f %8.1f %8.1f %8.1f %8.1f | %9.0f | %7.1f "
-			       "%7.1f\n",
-			       l->avg, l->p50, l->p90, l->p99, l->p999,
-			       l->ops_s, l->client_cpu, l->target_cpu);
+			fprintf(f,
+				"%8.1f %8.1f %8.1f %8.1f %8.1f | %9.0f | %7.1f "
+				"%7.1f\n",
+				l->avg, l->p50, l->p90, l->p99, l->p999,
+				l->ops_s, l->client_cpu, l->target_cpu);
 		}
-		printf("idle CPU of the pipeline's threads (%% of one core), "
-		       "stage cq_wait:\n");
+		fprintf(f,
+			"idle CPU of the pipeline's threads (%% of one core), "
+			"stage cq_wait:\n");
 		for (int w = 0; w < RB_NIDLE; w++) {
 			const struct rb_idle *id = &pl[pv].idle[w];
 
 			if (id->na)
-				printf("  %-10s  n/a\n", rb_wait_name[w]);
+				fprintf(f, "  %-10s  n/a\n", rb_wait_name[w]);
 			else
-				printf("  %-10s  idle %u ms: %6.2f %%   "
-				       "100 ops/s paced: %6.2f %%\n",
-				       rb_wait_name[w], o->idle_ms,
-				       id->idle_cpu, id->paced_cpu);
+				fprintf(f,
+					"  %-10s  idle %u ms: %6.2f %%   "
+					"100 ops/s paced: %6.2f %%\n",
+					rb_wait_name[w], o->idle_ms,
+					id->idle_cpu, id->paced_cpu);
 		}
 	}
-	printf("\nlatency: pipeline = clock before bp_submit -> sink entry, "
-	       "the sink resubmitting\n(closed loop); raw = post -> "
-	       "completion reaped. client%%: CPU of the pipeline's\nworkers "
-	       "and sink, or of the raw thread; target%%: the target's "
-	       "progress threads\n(or the bp-target process).\n");
+	fprintf(f,
+		"\nlatency: pipeline = clock before bp_submit -> sink entry, "
+		"the sink resubmitting\n(closed loop); raw = post -> "
+		"completion reaped. client%%: CPU of the pipeline's\nworkers "
+		"and sink, or of the raw thread; target%%: the target's "
+		"progress threads\n(or the bp-target process).\n");
 }
 
-static void rb_print_latency_csv(const struct rb_opts *o,
+static void rb_print_latency_csv(FILE *f, const struct rb_opts *o,
 				 const struct rb_prov_lat *pl)
 {
-	printf("provider,mode,wait,avg_us,p50_us,p90_us,p99_us,p999_us,"
-	       "ops_per_s,client_cpu_pct,target_cpu_pct\n");
+	fprintf(f, "provider,mode,wait,avg_us,p50_us,p90_us,p99_us,p999_us,"
+		   "ops_per_s,client_cpu_pct,target_cpu_pct\n");
 	for (int pv = 0; pv < o->nprov; pv++)
 		for (int k = 0; pl[pv].done && k < RB_NLAT; k++) {
 			const struct rb_lat *l = &pl[pv].lat[k];
 
 			if (l->na)
 				continue;
-			printf("%s,%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.2f,"
-			       "%.2f\n",
-			       o->prov[pv], rb_lat_csv[k], rb_lat_wait[k],
-			       l->avg, l->p50, l->p90, l->p99, l->p999,
-			       l->ops_s, l->client_cpu, l->target_cpu);
+			fprintf(f,
+				"%s,%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.2f,"
+				"%.2f\n",
+				o->prov[pv], rb_lat_csv[k], rb_lat_wait[k],
+				l->avg, l->p50, l->p90, l->p99, l->p999,
+				l->ops_s, l->client_cpu, l->target_cpu);
 		}
 }
 
@@ -1779,13 +1794,13 @@ static const char *rb_verdict(bool ok)
 	return ok ? "MET" : "MISSED";
 }
 
-static void rb_print_targets(const struct rb_opts *o,
+static void rb_print_targets(FILE *f, const struct rb_opts *o,
 			     const struct rb_results *r,
 			     const struct rb_prov_lat *pl)
 {
 	int n = r->runs;
 
-	printf("\ntargets\n");
+	fprintf(f, "\ntargets\n");
 	for (int pv = 0; pv < o->nprov; pv++) {
 		const char *name = o->prov[pv];
 		static const unsigned big[2] = {65536, 1u << 20};
@@ -1802,12 +1817,13 @@ static void rb_print_targets(const struct rb_opts *o,
 				continue;
 			ratio = rb_med_ratio(p->gbps[RB_PIPE], p->gbps[RB_RAW],
 					     n);
-			printf("  1. %-12s %4s: pipeline %.2f GB/s = %.1f %% "
-			       "of raw %.2f GB/s (>= 90 %%): %s\n",
-			       name, rb_size_str(big[b], sz, sizeof(sz)),
-			       rb_med(p->gbps[RB_PIPE], n), 100 * ratio,
-			       rb_med(p->gbps[RB_RAW], n),
-			       rb_verdict(ratio >= 0.90));
+			fprintf(f,
+				"  1. %-12s %4s: pipeline %.2f GB/s = %.1f %% "
+				"of raw %.2f GB/s (>= 90 %%): %s\n",
+				name, rb_size_str(big[b], sz, sizeof(sz)),
+				rb_med(p->gbps[RB_PIPE], n), 100 * ratio,
+				rb_med(p->gbps[RB_RAW], n),
+				rb_verdict(ratio >= 0.90));
 		}
 		{
 			const struct rb_point *a = rb_find(r, pv, 64, 1, 1, 1);
@@ -1818,14 +1834,15 @@ static void rb_print_targets(const struct rb_opts *o,
 				double ma = rb_med(a->mops[RB_PIPE], n);
 				double mb = rb_med(b->mops[RB_PIPE], n);
 
-				printf("  2. %-12s   64 B: post 16 reap 16 "
-				       "depth 64 %.3f Mops/s = %.2fx post 1 "
-				       "reap 1 depth 1 %.3f (>= 2x%s): %s\n",
-				       name, mb, mb / ma, ma,
-				       strncmp(name, "tcp", 3)
-					       ? ", asked for tcp"
-					       : "",
-				       rb_verdict(mb / ma >= 2));
+				fprintf(f,
+					"  2. %-12s   64 B: post 16 reap 16 "
+					"depth 64 %.3f Mops/s = %.2fx post 1 "
+					"reap 1 depth 1 %.3f (>= 2x%s): %s\n",
+					name, mb, mb / ma, ma,
+					strncmp(name, "tcp", 3)
+						? ", asked for tcp"
+						: "",
+					rb_verdict(mb / ma >= 2));
 			}
 		}
 		{
@@ -1846,20 +1863,22 @@ static void rb_print_targets(const struct rb_opts *o,
 					worst = d;
 			}
 			if (b)
-				printf("  3. %-12s extra CPU per 64 B op: "
-				       "post 16 reap 16 depth 64 %+.0f ns, "
-				       "1/1/1 %+.0f ns, worst 64 B point %+.0f "
-				       "ns (<= 100 ns at 16/16/64): %s\n",
-				       name,
-				       rb_med_diff(b->cpu[RB_PIPE],
-						   b->cpu[RB_RAW], n),
-				       a ? rb_med_diff(a->cpu[RB_PIPE],
-						       a->cpu[RB_RAW], n)
-					 : NAN,
-				       worst,
-				       rb_verdict(rb_med_diff(b->cpu[RB_PIPE],
-							      b->cpu[RB_RAW],
-							      n) <= 100));
+				fprintf(f,
+					"  3. %-12s extra CPU per 64 B op: "
+					"post 16 reap 16 depth 64 %+.0f ns, "
+					"1/1/1 %+.0f ns, worst 64 B point "
+					"%+.0f "
+					"ns (<= 100 ns at 16/16/64): %s\n",
+					name,
+					rb_med_diff(b->cpu[RB_PIPE],
+						    b->cpu[RB_RAW], n),
+					a ? rb_med_diff(a->cpu[RB_PIPE],
+							a->cpu[RB_RAW], n)
+					  : NAN,
+					worst,
+					rb_verdict(rb_med_diff(b->cpu[RB_PIPE],
+							       b->cpu[RB_RAW],
+							       n) <= 100));
 		}
 		if (pl[pv].done) {
 			const struct rb_lat *pb = &pl[pv].lat[RB_L_PBUSY];
@@ -1867,126 +1886,63 @@ static void rb_print_targets(const struct rb_opts *o,
 			const struct rb_idle *ev = &pl[pv].idle[2];
 
 			if (!pb->na && !rbz->na)
-				printf("  4. %-12s busy-poll p50: pipeline "
-				       "%.1f us, raw %.1f us, +%.1f us (<= 2 "
-				       "us): %s\n",
-				       name, pb->p50, rbz->p50,
-				       pb->p50 - rbz->p50,
-				       rb_verdict(pb->p50 - rbz->p50 <= 2));
+				fprintf(f,
+					"  4. %-12s busy-poll p50: pipeline "
+					"%.1f us, raw %.1f us, +%.1f us (<= 2 "
+					"us): %s\n",
+					name, pb->p50, rbz->p50,
+					pb->p50 - rbz->p50,
+					rb_verdict(pb->p50 - rbz->p50 <= 2));
 			if (ev->na)
-				printf("  4. %-12s event-wait idle CPU: n/a "
-				       "(no wait fd)\n",
-				       name);
+				fprintf(f,
+					"  4. %-12s event-wait idle CPU: n/a "
+					"(no wait fd)\n",
+					name);
 			else
-				printf("  4. %-12s event-wait idle CPU %.2f %% "
-				       "(paced 100 ops/s %.2f %%) (< 1 %%): "
-				       "%s\n",
-				       name, ev->idle_cpu, ev->paced_cpu,
-				       rb_verdict(ev->idle_cpu < 1));
+				fprintf(f,
+					"  4. %-12s event-wait idle CPU %.2f "
+					"%% "
+					"(paced 100 ops/s %.2f %%) (< 1 %%): "
+					"%s\n",
+					name, ev->idle_cpu, ev->paced_cpu,
+					rb_verdict(ev->idle_cpu < 1));
 		}
 	}
 }
 
-/* ---- options
- * ----------------------------------------------------------------- */
+/* What the printers get (bench_emit's ctx). */
+struct rb_report {
+	const struct rb_opts *o;
+	const struct rb_results *r;
+	const struct rb_prov_lat *pl;
+	const char *const *tdesc; /* per provider: what the target was */
+};
 
-static void rb_usage(FILE *f)
+static void rb_csv(FILE *f, const void *ctx)
 {
-	fprintf(f,
-		"usage: bpbench rdma [options]\n"
-		"One-sided RDMA writes through the pipeline's RDMA stage "
-		"against a raw libfabric\nloop (same writes, same target, "
-		"interleaved runs, medians), per provider.\n"
-		"  --providers LIST  libfabric providers (default "
-		"shm,tcp;ofi_rxm; quote the ';';\n"
-		"                    one that does not open is skipped with a "
-		"note)\n"
-		"  --sizes LIST      write sizes, K/M suffixes (64,4K,64K,1M)\n"
-		"  --post LIST       post batches (stage post_batch; raw "
-		"writes per FI_MORE chain)\n"
-		"  --reap LIST       reap batches (completions per "
-		"fi_cq_read)\n"
-		"  --depth LIST      writes in flight per rail (stage "
-		"credits)\n"
-		"  --workers LIST    worker threads (raw: threads)\n"
-		"  --rails LIST      endpoints per worker\n"
-		"                    Default points (without any of the six "
-		"lists), per provider:\n"
-		"                    sizes 64,4K,64K,1M at post 16 reap 16 "
-		"depth 16 W 1 R 1;\n"
-		"                    64 B at post/reap/depth 1/1/1 and "
-		"16/16/64; and (not with\n"
-		"                    --quick) at 64 B post 1,4,16,64 | reap "
-		"1,16,64 | depth\n"
-		"                    1,16,64 one at a time around 16/16/64, "
-		"and at 64 KiB\n"
-		"                    workers 1,2,4 x rails 1,2. With a list "
-		"given: the cross\n"
-		"                    product of the lists, the others at "
-		"64K/16/16/16/1/1.\n"
-		"  --runs N          measured runs per variant and point "
-		"(default 5; --quick 3)\n"
-		"  --ms N            writing time per run (default 200; "
-		"--quick 100)\n"
-		"  --producers N     pipeline producer threads (default 1)\n"
-		"  --region-mib N    target region (default 64)\n"
-		"  --slots N         target slots per lane, each one write "
-		"(default 16: cache-\n"
-		"                    resident up to 64 KiB writes; up to "
-		"1024)\n"
-		"  --raw-buffers M   the raw loop's source buffers: pool "
-		"(default: "
-		"as many\n"
-		"                    as the pipeline's pool, used in turn, so "
-		"both read the\n"
-		"                    same source memory) or depth (one per "
-		"credit, reused hot)\n"
-		"  --pool N          jobs per producer (default: the "
-		"credits of all workers\n"
-		"                    and rails + 2 batches, at most 256 MiB of "
-		"buffers)\n"
-		"  --waits W         the pipeline's worker, sink and producer "
-		"waits and the free\n"
-		"                    rings': busy, spin-sleep or sleep "
-		"(default: the library's)\n"
-		"  --target-wait W   the target's progress wait (in-process "
-		"node, or\n"
-		"                    bp-target --progress-wait): busy, "
-		"spin-sleep, event,\n"
-		"                    auto (default: the library's, auto)\n"
-		"  --verbose         per run, the pipeline's CPU per op by "
-		"thread (stderr)\n"
-		"  --node ADDR       address to bind for non-shm providers "
-		"(127.0.0.1)\n"
-		"  --target-process  write into bp-target (../target/bp-target "
-		"next to bpbench);\n"
-		"                    fail if it does not start (default: use "
-		"it if it starts,\n"
-		"                    else an in-process bp_rdma_node)\n"
-		"  --in-process      always the in-process bp_rdma_node\n"
-		"  --latency         only the latency table (4 KiB, depth 1, "
-		"per completion\n"
-		"                    wait) and the idle CPU\n"
-		"  --no-latency      skip them (default and --quick run them "
-		"after the points)\n"
-		"  --lat-ms N        latency sampling per row (default 1000; "
-		"--quick 300)\n"
-		"  --idle-ms N       idle and paced CPU windows (default 1000; "
-		"--quick 500)\n"
-		"  --quick           a handful of points (about 30 s)\n"
-		"  --csv             CSV on stdout: provider,mode,size,"
-		"post_batch,reap_batch,\n"
-		"                    depth,workers,rails,run,GBps,Mops,"
-		"cpu_ns_per_op; with the\n"
-		"                    latency part, a second block after an "
-		"empty line\n"
-		"  --help            this text\n"
-		"CPU ns/op: CLOCK_THREAD_CPUTIME of the variant's threads "
-		"(pipeline: producers,\nworkers, sink; raw: its threads), "
-		"never the target's. Every run is verified\n(completions, "
-		"statuses, the data in the target); exit 1 if one fails, 2 "
-		"bad usage.\nSets FI_TCP_IFACE=lo unless set.\n");
+	const struct rb_report *rep = ctx;
+
+	if (!rep->o->latency_only)
+		rb_print_csv(f, rep->o, rep->r);
+	if (!rep->o->no_latency) {
+		if (!rep->o->latency_only)
+			fprintf(f, "\n");
+		rb_print_latency_csv(f, rep->o, rep->pl);
+	}
 }
+
+static void rb_table(FILE *f, const void *ctx)
+{
+	const struct rb_report *rep = ctx;
+
+	if (!rep->o->latency_only)
+		rb_print_table(f, rep->o, rep->r, rep->tdesc);
+	if (!rep->o->no_latency)
+		rb_print_latency(f, rep->o, rep->pl, rep->tdesc);
+	rb_print_targets(f, rep->o, rep->r, rep->pl);
+}
+
+/* ---- options ------------------------------------------------------------ */
 
 /* "64,4K,1M" */
 static int rb_parse_sizes(const char *s, unsigned *out, int max)
@@ -2016,43 +1972,242 @@ static int rb_parse_sizes(const char *s, unsigned *out, int max)
 	return n > 0 ? n : -1;
 }
 
+static int rb_set_providers(struct bench_args *a, const char *arg)
+{
+	struct rb_opts *o = a->ctx;
+
+	if (strlen(arg) >= sizeof(o->prov_buf))
+		return -1;
+	strcpy(o->prov_buf, arg);
+	return 0;
+}
+
+static int rb_set_sizes(struct bench_args *a, const char *arg)
+{
+	struct rb_opts *o = a->ctx;
+
+	o->nsizes = rb_parse_sizes(arg, o->sizes, RB_MAX_LIST);
+	o->grid = 1;
+	return o->nsizes < 0 ? -1 : 0;
+}
+
+/* One of the point lists: a list given makes the points a cross product. */
+#define RB_LIST_OPT(fn, list, count, hi)                                       \
+	static int fn(struct bench_args *a, const char *arg)                   \
+	{                                                                      \
+		struct rb_opts *o = a->ctx;                                    \
+                                                                               \
+		o->count =                                                     \
+			bench_parse_uints(arg, o->list, RB_MAX_LIST, 1, hi);   \
+		o->grid = 1;                                                   \
+		return o->count < 0 ? -1 : 0;                                  \
+	}
+
+RB_LIST_OPT(rb_set_post, post, npost, 4096)
+RB_LIST_OPT(rb_set_reap, reap, nreap, 1024)
+RB_LIST_OPT(rb_set_depth, depth, ndepth, 4096)
+RB_LIST_OPT(rb_set_workers, workers, nworkers, 64)
+RB_LIST_OPT(rb_set_rails, rails, nrails, BP_RDMA_MAX_RAILS)
+
+/* An option with one unsigned value in [lo, hi]. */
+#define RB_UINT_OPT(fn, dst, lo, hi, flag)                                     \
+	static int fn(struct bench_args *a, const char *arg)                   \
+	{                                                                      \
+		struct rb_opts *o = a->ctx;                                    \
+                                                                               \
+		(void)o;                                                       \
+		if (bench_parse_uint(arg, &(dst), lo, hi))                     \
+			return -1;                                             \
+		flag;                                                          \
+		return 0;                                                      \
+	}
+
+RB_UINT_OPT(rb_set_producers, o->producers, 1, RB_MAX_PRODUCERS, )
+RB_UINT_OPT(rb_set_region, o->region_mib, 1, 16384, )
+RB_UINT_OPT(rb_set_slots, o->max_slots, 1, RB_MAX_SLOTS, )
+RB_UINT_OPT(rb_set_pool, rb_pool_opt, 2, 65536, )
+RB_UINT_OPT(rb_set_lat_ms, o->lat_ms, 1, 600000, o->lat_set = 1)
+RB_UINT_OPT(rb_set_idle_ms, o->idle_ms, 1, 600000, o->idle_set = 1)
+
+static int rb_set_raw_buffers(struct bench_args *a, const char *arg)
+{
+	(void)a;
+	if (!strcmp(arg, "pool"))
+		rb_raw_same_src = 1;
+	else if (!strcmp(arg, "depth"))
+		rb_raw_same_src = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int rb_set_waits(struct bench_args *a, const char *arg)
+{
+	(void)a;
+	if (!strcmp(arg, "spin-sleep"))
+		rb_thread_wait = BP_WAIT_SPIN_SLEEP;
+	else if (!strcmp(arg, "busy"))
+		rb_thread_wait = BP_WAIT_BUSY_POLL;
+	else if (!strcmp(arg, "sleep"))
+		rb_thread_wait = BP_WAIT_SLEEP;
+	else
+		return -1;
+	return 0;
+}
+
+static int rb_set_target_wait(struct bench_args *a, const char *arg)
+{
+	(void)a;
+	if (!strcmp(arg, "spin-sleep"))
+		rb_target_wait = BP_RDMA_CQ_SPIN_SLEEP;
+	else if (!strcmp(arg, "busy"))
+		rb_target_wait = BP_RDMA_CQ_BUSY;
+	else if (!strcmp(arg, "event"))
+		rb_target_wait = BP_RDMA_CQ_EVENT;
+	else if (!strcmp(arg, "auto"))
+		rb_target_wait = BP_RDMA_CQ_AUTO;
+	else
+		return -1;
+	return 0;
+}
+
+static int rb_set_verbose(struct bench_args *a, const char *arg)
+{
+	(void)a, (void)arg;
+	rb_verbose = 1;
+	return 0;
+}
+
+static int rb_set_node(struct bench_args *a, const char *arg)
+{
+	((struct rb_opts *)a->ctx)->node = arg;
+	return 0;
+}
+
+static int rb_set_target_process(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->target_mode = 1;
+	return 0;
+}
+
+static int rb_set_in_process(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->target_mode = 2;
+	return 0;
+}
+
+static int rb_set_latency(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->latency_only = 1;
+	return 0;
+}
+
+static int rb_set_no_latency(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->no_latency = 1;
+	return 0;
+}
+
+static const struct bench_opt rb_options[] = {
+	{"providers", "LIST", rb_set_providers,
+	 "libfabric providers (default shm,tcp;ofi_rxm; quote the ';';\n"
+	 "one that does not open is skipped with a note)"},
+	{"sizes", "LIST", rb_set_sizes,
+	 "write sizes, K/M suffixes (64,4K,64K,1M)"},
+	{"post", "LIST", rb_set_post,
+	 "post batches (stage post_batch; raw writes per FI_MORE chain)"},
+	{"reap", "LIST", rb_set_reap,
+	 "reap batches (completions per fi_cq_read)"},
+	{"depth", "LIST", rb_set_depth,
+	 "writes in flight per rail (stage credits)"},
+	{"workers", "LIST", rb_set_workers, "worker threads (raw: threads)"},
+	{"rails", "LIST", rb_set_rails,
+	 "endpoints per worker\n"
+	 "Default points (without any of the six lists), per provider:\n"
+	 "sizes 64,4K,64K,1M at post 16 reap 16 depth 16 W 1 R 1;\n"
+	 "64 B at post/reap/depth 1/1/1 and 16/16/64; and (not with\n"
+	 "--quick) at 64 B post 1,4,16,64 | reap 1,16,64 | depth\n"
+	 "1,16,64 one at a time around 16/16/64, and at 64 KiB\n"
+	 "workers 1,2,4 x rails 1,2. With a list given: the cross\n"
+	 "product of the lists, the others at 64K/16/16/16/1/1."},
+	BENCH_OPT_RUNS("measured runs per variant and point (default 5; "
+		       "--quick 3)"),
+	BENCH_OPT_MS("writing time per run (default 200; --quick 100)"),
+	{"producers", "N", rb_set_producers,
+	 "pipeline producer threads (default 1)"},
+	{"region-mib", "N", rb_set_region, "target region (default 64)"},
+	{"slots", "N", rb_set_slots,
+	 "target slots per lane, each one write (default 16: cache-\n"
+	 "resident up to 64 KiB writes; up to 1024)"},
+	{"raw-buffers", "M", rb_set_raw_buffers,
+	 "the raw loop's source buffers: pool (default: as many\n"
+	 "as the pipeline's pool, used in turn, so both read the\n"
+	 "same source memory) or depth (one per credit, reused hot)"},
+	{"pool", "N", rb_set_pool,
+	 "jobs per producer (default: the credits of all workers\n"
+	 "and rails + 2 batches, at most 256 MiB of buffers)"},
+	{"waits", "W", rb_set_waits,
+	 "the pipeline's worker, sink and producer waits and the free\n"
+	 "rings': busy, spin-sleep or sleep (default: the library's)"},
+	{"target-wait", "W", rb_set_target_wait,
+	 "the target's progress wait (in-process node, or\n"
+	 "bp-target --progress-wait): busy, spin-sleep, event,\n"
+	 "auto (default: the library's, auto)"},
+	{"verbose", NULL, rb_set_verbose,
+	 "per run, the pipeline's CPU per op by thread (stderr)"},
+	{"node", "ADDR", rb_set_node,
+	 "address to bind for non-shm providers (127.0.0.1)"},
+	{"target-process", NULL, rb_set_target_process,
+	 "write into bp-target (../target/bp-target next to bpbench);\n"
+	 "fail if it does not start (default: use it if it starts,\n"
+	 "else an in-process bp_rdma_node)"},
+	{"in-process", NULL, rb_set_in_process,
+	 "always the in-process bp_rdma_node"},
+	{"latency", NULL, rb_set_latency,
+	 "only the latency table (4 KiB, depth 1, per completion\n"
+	 "wait) and the idle CPU"},
+	{"no-latency", NULL, rb_set_no_latency,
+	 "skip them (default and --quick run them after the points)"},
+	{"lat-ms", "N", rb_set_lat_ms,
+	 "latency sampling per row (default 1000; --quick 300)"},
+	{"idle-ms", "N", rb_set_idle_ms,
+	 "idle and paced CPU windows (default 1000; --quick 500)"},
+	BENCH_OPT_QUICK("a handful of points (about 30 s)"),
+	BENCH_OPT_CSV("CSV on stdout: provider,mode,size,post_batch,"
+		      "reap_batch,\ndepth,workers,rails,run,GBps,Mops,"
+		      "cpu_ns_per_op; with the\nlatency part, a second block "
+		      "after an empty line"),
+	BENCH_OPT_OUT,
+	BENCH_OPT_NAME,
+	BENCH_OPT_HELP,
+	BENCH_OPT_END,
+};
+
+static const struct bench_cmd rb_cmd = {
+	.name = "rdma",
+	.about = "One-sided RDMA writes through the pipeline's RDMA stage "
+		 "against a raw libfabric\nloop (same writes, same target, "
+		 "interleaved runs, medians), per provider.\n",
+	.opts = rb_options,
+	.epilog = "CPU ns/op: CLOCK_THREAD_CPUTIME of the variant's threads "
+		  "(pipeline: producers,\nworkers, sink; raw: its threads), "
+		  "never the target's. Every run is verified\n(completions, "
+		  "statuses, the data in the target); exit 1 if one fails, 2 "
+		  "bad usage.\nSets FI_TCP_IFACE=lo unless set.\n",
+	.max_runs = RB_MAX_RUNS,
+};
+
 static int rb_parse(int argc, char **argv, struct rb_opts *o)
 {
-	static const struct option longopts[] = {
-		{"providers", required_argument, NULL, 'p'},
-		{"sizes", required_argument, NULL, 's'},
-		{"post", required_argument, NULL, 'P'},
-		{"reap", required_argument, NULL, 'R'},
-		{"depth", required_argument, NULL, 'd'},
-		{"workers", required_argument, NULL, 'w'},
-		{"rails", required_argument, NULL, 'r'},
-		{"runs", required_argument, NULL, 'n'},
-		{"ms", required_argument, NULL, 'm'},
-		{"producers", required_argument, NULL, 'X'},
-		{"region-mib", required_argument, NULL, 'G'},
-		{"slots", required_argument, NULL, 'S'},
-		{"pool", required_argument, NULL, 'k'},
-		{"raw-buffers", required_argument, NULL, 'B'},
-		{"waits", required_argument, NULL, 'W'},
-		{"target-wait", required_argument, NULL, 'V'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"node", required_argument, NULL, 'N'},
-		{"target-process", no_argument, NULL, 'T'},
-		{"in-process", no_argument, NULL, 'I'},
-		{"latency", no_argument, NULL, 'L'},
-		{"no-latency", no_argument, NULL, 'O'},
-		{"lat-ms", required_argument, NULL, 'l'},
-		{"idle-ms", required_argument, NULL, 'i'},
-		{"quick", no_argument, NULL, 'Q'},
-		{"csv", no_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int runs_set = 0, ms_set = 0, lat_set = 0, idle_set = 0, opt;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
-	o->runs = 5;
-	o->ms = 200;
+	bench_args_init(&o->a, &rb_cmd, o);
+	o->a.ms = 200;
 	o->producers = 1;
 	o->region_mib = 64;
 	o->max_slots = RB_DEF_SLOTS;
@@ -2067,190 +2222,25 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 	o->nworkers = 1, o->workers[0] = 1;
 	o->nrails = 1, o->rails[0] = 1;
 
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (strlen(optarg) >= sizeof(o->prov_buf))
-				goto bad_value;
-			strcpy(o->prov_buf, optarg);
-			break;
-		case 's':
-			o->nsizes =
-				rb_parse_sizes(optarg, o->sizes, RB_MAX_LIST);
-			if (o->nsizes < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'P':
-			o->npost = bench_parse_uints(optarg, o->post,
-						     RB_MAX_LIST, 1, 4096);
-			if (o->npost < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'R':
-			o->nreap = bench_parse_uints(optarg, o->reap,
-						     RB_MAX_LIST, 1, 1024);
-			if (o->nreap < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'd':
-			o->ndepth = bench_parse_uints(optarg, o->depth,
-						      RB_MAX_LIST, 1, 4096);
-			if (o->ndepth < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'w':
-			o->nworkers = bench_parse_uints(optarg, o->workers,
-							RB_MAX_LIST, 1, 64);
-			if (o->nworkers < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'r':
-			o->nrails =
-				bench_parse_uints(optarg, o->rails, RB_MAX_LIST,
-						  1, BP_RDMA_MAX_RAILS);
-			if (o->nrails < 0)
-				goto bad_value;
-			o->grid = 1;
-			break;
-		case 'n':
-			if (bench_parse_uint(optarg, &o->runs, 1, RB_MAX_RUNS))
-				goto bad_value;
-			runs_set = 1;
-			break;
-		case 'm':
-			if (bench_parse_uint(optarg, &o->ms, 1, 600000))
-				goto bad_value;
-			ms_set = 1;
-			break;
-		case 'X':
-			if (bench_parse_uint(optarg, &o->producers, 1,
-					     RB_MAX_PRODUCERS))
-				goto bad_value;
-			break;
-		case 'G':
-			if (bench_parse_uint(optarg, &o->region_mib, 1, 16384))
-				goto bad_value;
-			break;
-		case 'S':
-			if (bench_parse_uint(optarg, &o->max_slots, 1,
-					     RB_MAX_SLOTS))
-				goto bad_value;
-			break;
-		case 'k':
-			if (bench_parse_uint(optarg, &rb_pool_opt, 2, 65536))
-				goto bad_value;
-			break;
-		case 'B':
-			if (!strcmp(optarg, "pool"))
-				rb_raw_same_src = 1;
-			else if (!strcmp(optarg, "depth"))
-				rb_raw_same_src = 0;
-			else
-				goto bad_value;
-			break;
-		case 'W':
-			if (!strcmp(optarg, "spin-sleep"))
-				rb_thread_wait = BP_WAIT_SPIN_SLEEP;
-			else if (!strcmp(optarg, "busy"))
-				rb_thread_wait = BP_WAIT_BUSY_POLL;
-			else if (!strcmp(optarg, "sleep"))
-				rb_thread_wait = BP_WAIT_SLEEP;
-			else
-				goto bad_value;
-			break;
-		case 'V':
-			if (!strcmp(optarg, "spin-sleep"))
-				rb_target_wait = BP_RDMA_CQ_SPIN_SLEEP;
-			else if (!strcmp(optarg, "busy"))
-				rb_target_wait = BP_RDMA_CQ_BUSY;
-			else if (!strcmp(optarg, "event"))
-				rb_target_wait = BP_RDMA_CQ_EVENT;
-			else if (!strcmp(optarg, "auto"))
-				rb_target_wait = BP_RDMA_CQ_AUTO;
-			else
-				goto bad_value;
-			break;
-		case 'v':
-			rb_verbose = 1;
-			break;
-		case 'N':
-			o->node = optarg;
-			break;
-		case 'T':
-			o->target_mode = 1;
-			break;
-		case 'I':
-			o->target_mode = 2;
-			break;
-		case 'L':
-			o->latency_only = 1;
-			break;
-		case 'O':
-			o->no_latency = 1;
-			break;
-		case 'l':
-			if (bench_parse_uint(optarg, &o->lat_ms, 1, 600000))
-				goto bad_value;
-			lat_set = 1;
-			break;
-		case 'i':
-			if (bench_parse_uint(optarg, &o->idle_ms, 1, 600000))
-				goto bad_value;
-			idle_set = 1;
-			break;
-		case 'Q':
-			o->quick = 1;
-			break;
-		case 'C':
-			o->csv = 1;
-			break;
-		case 'h':
-			rb_usage(stdout);
-			exit(0);
-		default:
-			bench_bad_option(BENCH_CMD, longopts, optopt,
-					 argv[optind - 1]);
-			goto usage;
-		}
-		continue;
-	bad_value:
-		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
-		goto usage;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", BENCH_CMD,
-			argv[optind]);
-		goto usage;
-	}
-	if (o->latency_only && o->no_latency) {
-		fprintf(stderr, "%s: --latency and --no-latency\n", BENCH_CMD);
-		goto usage;
-	}
+	rc = bench_opts_parse(&o->a, argc, argv);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
+	if (o->latency_only && o->no_latency)
+		return bench_usage_error(&o->a, "--latency and --no-latency");
 	o->nprov = bench_parse_names(o->prov_buf, o->prov, RB_MAX_PROV);
-	if (o->nprov < 0) {
-		fprintf(stderr, "%s: bad --providers\n", BENCH_CMD);
-		goto usage;
-	}
-	if (o->quick) {
-		if (!runs_set)
-			o->runs = 3;
-		if (!ms_set)
-			o->ms = 100;
-		if (!lat_set)
+	if (o->nprov < 0)
+		return bench_usage_error(&o->a, "bad --providers");
+	if (o->a.quick) {
+		if (!o->a.runs_set)
+			o->a.runs = 3;
+		if (!o->a.ms_set)
+			o->a.ms = 100;
+		if (!o->lat_set)
 			o->lat_ms = 300;
-		if (!idle_set)
+		if (!o->idle_set)
 			o->idle_ms = 500;
 	}
-	return 0;
-usage:
-	rb_usage(stderr);
-	return -1;
+	return BENCH_OPTS_RUN;
 }
 
 int bench_rdma_main(int argc, char **argv)
@@ -2260,16 +2250,19 @@ int bench_rdma_main(int argc, char **argv)
 	struct rb_prov_lat *pl;
 	const char *tdesc[RB_MAX_PROV];
 	static char tdesc_buf[RB_MAX_PROV][64];
+	struct rb_report rep;
 	int64_t t0;
+	int status;
 
-	if (rb_parse(argc, argv, &o))
-		return BENCH_EXIT_USAGE;
+	status = rb_parse(argc, argv, &o);
+	if (status != BENCH_OPTS_RUN)
+		return status;
 	/* loopback only: libfabric's tcp would otherwise pick eth0 */
 	setenv("FI_TCP_IFACE", "lo", 0);
 	t0 = bench_now_ns();
 	r = bench_zalloc(sizeof(*r));
 	r->pt = bench_zalloc(sizeof(*r->pt) * RB_MAX_POINTS);
-	r->runs = (int)o.runs;
+	r->runs = (int)o.a.runs;
 	pl = bench_zalloc(sizeof(*pl) * RB_MAX_PROV);
 	if (!o.latency_only)
 		rb_build_points(&o, r);
@@ -2321,23 +2314,10 @@ int bench_rdma_main(int argc, char **argv)
 		" target words checked)\n",
 		BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
 		rb_words_checked);
-	if (o.csv) {
-		if (!o.latency_only)
-			rb_print_csv(&o, r);
-		if (!o.no_latency) {
-			if (!o.latency_only)
-				printf("\n");
-			rb_print_latency_csv(&o, pl);
-		}
-	} else {
-		if (!o.latency_only)
-			rb_print_table(&o, r, tdesc);
-		if (!o.no_latency)
-			rb_print_latency(&o, pl, tdesc);
-		rb_print_targets(&o, r, pl);
-	}
+	rep = (struct rb_report){&o, r, pl, tdesc};
+	status = bench_emit(&o.a, rb_csv, rb_table, NULL, &rep);
 	free(r->pt);
 	free(r);
 	free(pl);
-	return 0;
+	return status;
 }

@@ -18,7 +18,6 @@
  * 2 bad usage.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -41,10 +40,10 @@
 struct rf_opts {
 	const char *provider; /* NULL: the daemon's */
 	const char *node;
-	const char *target; /* HOST:PORT of a running daemon, or NULL */
+	const char *target;  /* HOST:PORT of a running daemon, or NULL */
+	struct bench_args a; /* runs, seed, output */
 	uint64_t bytes;
-	unsigned page, rails, runs;
-	uint64_t seed;
+	unsigned page, rails;
 	int no_raw;
 };
 
@@ -144,38 +143,6 @@ static double rf_raw_once(const struct rf_opts *o, struct rr_lane *l,
 	       (double)(l->t_end - l->t_start);
 }
 
-static void rf_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: bpbench rdma-fill [options]\n"
-		"Seed 000's random fill: bp-target RDMA-writes generated pages "
-		"into a buffer of\nthis process; every byte is verified; the "
-		"raw libfabric loop of the same page\nsize and total bytes "
-		"(this process -> the daemon's region) runs beside it.\n"
-		"  --bytes N      buffer size, K/M/G suffixes (default 256M)\n"
-		"  --page N       page size, a multiple of 8 (default 64K; "
-		"bp-target takes\n"
-		"                 pages up to its --stage-slot, 1M by "
-		"default)\n"
-		"  --rails N      rails of the daemon and of our node (default "
-		"1)\n"
-		"  --provider P   libfabric provider (default tcp;ofi_rxm; "
-		"with "
-		"--target: the\n"
-		"                 daemon's)\n"
-		"  --node ADDR    address to bind (127.0.0.1; none for shm)\n"
-		"  --seed N       generator seed (default 1)\n"
-		"  --target H:P   use a running bp-target instead of starting "
-		"one\n"
-		"  --runs N       fills (each verified) and raw loops, "
-		"alternating (default 1)\n"
-		"  --no-raw       skip the raw reference\n"
-		"  --help         this text\n"
-		"Progress on stderr about every 0.5 s. Exit 0: every byte "
-		"verified; 1: a byte\ndiffers or a step failed; 2: bad "
-		"usage.\n");
-}
-
 static int rf_parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;
@@ -212,95 +179,182 @@ static int rf_parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
+static int rf_set_bytes(struct bench_args *a, const char *arg)
+{
+	return rf_parse_bytes(arg, &((struct rf_opts *)a->ctx)->bytes);
+}
+
+static int rf_set_page(struct bench_args *a, const char *arg)
+{
+	uint64_t v;
+
+	if (rf_parse_bytes(arg, &v) || v % 8 || v > (64u << 20))
+		return -1;
+	((struct rf_opts *)a->ctx)->page = (unsigned)v;
+	return 0;
+}
+
+static int rf_set_rails(struct bench_args *a, const char *arg)
+{
+	return bench_parse_uint(arg, &((struct rf_opts *)a->ctx)->rails, 1,
+				BP_RDMA_MAX_RAILS);
+}
+
+static int rf_set_provider(struct bench_args *a, const char *arg)
+{
+	((struct rf_opts *)a->ctx)->provider = arg;
+	return 0;
+}
+
+static int rf_set_node(struct bench_args *a, const char *arg)
+{
+	((struct rf_opts *)a->ctx)->node = arg;
+	return 0;
+}
+
+static int rf_set_target(struct bench_args *a, const char *arg)
+{
+	if (!strchr(arg, ':'))
+		return -1;
+	((struct rf_opts *)a->ctx)->target = arg;
+	return 0;
+}
+
+static int rf_set_no_raw(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rf_opts *)a->ctx)->no_raw = 1;
+	return 0;
+}
+
+static const struct bench_opt rf_options[] = {
+	{"bytes", "N", rf_set_bytes,
+	 "buffer size, K/M/G suffixes (default 256M)"},
+	{"page", "N", rf_set_page,
+	 "page size, a multiple of 8 (default 64K; bp-target takes\n"
+	 "pages up to its --stage-slot, 1M by default)"},
+	{"rails", "N", rf_set_rails,
+	 "rails of the daemon and of our node (default 1)"},
+	{"provider", "P", rf_set_provider,
+	 "libfabric provider (default tcp;ofi_rxm; with --target: the\n"
+	 "daemon's)"},
+	{"node", "ADDR", rf_set_node,
+	 "address to bind (127.0.0.1; none for shm)"},
+	BENCH_OPT_SEED("generator seed (default 1; run i uses seed + i)"),
+	{"target", "H:P", rf_set_target,
+	 "use a running bp-target instead of starting one"},
+	BENCH_OPT_RUNS("fills (each verified) and raw loops, alternating "
+		       "(default 1)"),
+	{"no-raw", NULL, rf_set_no_raw, "skip the raw reference"},
+	BENCH_OPT_CSV("CSV on stdout, a row per run: run,seed,provider,rails,"
+		      "bytes,\npage,fill_Gbps,fill_Mpages_per_s,raw_Gbps,"
+		      "raw_Mops_per_s,\nverified_bytes"),
+	BENCH_OPT_OUT,
+	BENCH_OPT_NAME,
+	BENCH_OPT_HELP,
+	BENCH_OPT_END,
+};
+
+static const struct bench_cmd rf_cmd = {
+	.name = "rdma-fill",
+	.about = "Seed 000's random fill: bp-target RDMA-writes generated "
+		 "pages into a buffer of\nthis process; every byte is "
+		 "verified; the raw libfabric loop of the same page\nsize and "
+		 "total bytes (this process -> the daemon's region) runs "
+		 "beside it.\n",
+	.opts = rf_options,
+	.epilog = "Progress on stderr about every 0.5 s. Exit 0: every byte "
+		  "verified; 1: a byte\ndiffers or a step failed; 2: bad "
+		  "usage.\n",
+	.max_runs = RF_MAX_RUNS,
+};
+
 static int rf_parse(int argc, char **argv, struct rf_opts *o)
 {
-	static const struct option longopts[] = {
-		{"bytes", required_argument, NULL, 'b'},
-		{"page", required_argument, NULL, 'p'},
-		{"rails", required_argument, NULL, 'r'},
-		{"provider", required_argument, NULL, 'P'},
-		{"node", required_argument, NULL, 'N'},
-		{"seed", required_argument, NULL, 's'},
-		{"target", required_argument, NULL, 't'},
-		{"runs", required_argument, NULL, 'n'},
-		{"no-raw", no_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	uint64_t v;
-	unsigned u;
-	int opt;
-
 	memset(o, 0, sizeof(*o));
+	bench_args_init(&o->a, &rf_cmd, o);
+	o->a.runs = 1;
 	o->bytes = 256ull << 20;
 	o->page = 65536;
 	o->rails = 1;
-	o->runs = 1;
-	o->seed = 1;
 	o->node = "127.0.0.1";
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			if (rf_parse_bytes(optarg, &o->bytes))
-				goto bad_value;
-			break;
-		case 'p':
-			if (rf_parse_bytes(optarg, &v) || v % 8 ||
-			    v > (64u << 20))
-				goto bad_value;
-			o->page = (unsigned)v;
-			break;
-		case 'r':
-			if (bench_parse_uint(optarg, &o->rails, 1,
-					     BP_RDMA_MAX_RAILS))
-				goto bad_value;
-			break;
-		case 'P':
-			o->provider = optarg;
-			break;
-		case 'N':
-			o->node = optarg;
-			break;
-		case 's':
-			if (bench_parse_uint(optarg, &u, 0, UINT32_MAX))
-				goto bad_value;
-			o->seed = u;
-			break;
-		case 't':
-			if (!strchr(optarg, ':'))
-				goto bad_value;
-			o->target = optarg;
-			break;
-		case 'n':
-			if (bench_parse_uint(optarg, &o->runs, 1, RF_MAX_RUNS))
-				goto bad_value;
-			break;
-		case 'R':
-			o->no_raw = 1;
-			break;
-		case 'h':
-			rf_usage(stdout);
-			exit(0);
-		default:
-			bench_bad_option(BENCH_CMD, longopts, optopt,
-					 argv[optind - 1]);
-			goto usage;
-		}
-		continue;
-	bad_value:
-		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
-		goto usage;
+	return bench_opts_parse(&o->a, argc, argv);
+}
+
+/* What the printers get (bench_emit's ctx): one row per run. */
+struct rf_report {
+	const struct rf_opts *o;
+	const char *provider;
+	uint64_t pages, verified;
+	double fill_gbps[RF_MAX_RUNS], fill_mops[RF_MAX_RUNS];
+	double raw_gbps[RF_MAX_RUNS], raw_mops[RF_MAX_RUNS];
+	double ratio[RF_MAX_RUNS]; /* fill / raw of the same run */
+};
+
+/* Median of n values, leaving v in run order (bench_median sorts). */
+static double rf_median(const double *v, unsigned n)
+{
+	double tmp[RF_MAX_RUNS];
+
+	memcpy(tmp, v, sizeof(*v) * n);
+	return bench_median(tmp, (int)n);
+}
+
+static void rf_print_csv(FILE *f, const void *ctx)
+{
+	const struct rf_report *rep = ctx;
+	const struct rf_opts *o = rep->o;
+
+	fprintf(f,
+		"run,seed,provider,rails,bytes,page,fill_Gbps,"
+		"fill_Mpages_per_s,raw_Gbps,raw_Mops_per_s,verified_bytes\n");
+	for (unsigned run = 0; run < o->a.runs; run++) {
+		fprintf(f, "%u,%" PRIu64 ",%s,%u,%" PRIu64 ",%u,", run,
+			o->a.seed + run, rep->provider, o->rails, o->bytes,
+			o->page);
+		bench_csv_num(f, rep->fill_gbps[run], 3);
+		fputc(',', f);
+		bench_csv_num(f, rep->fill_mops[run], 4);
+		fputc(',', f);
+		bench_csv_num(f, rep->raw_gbps[run], 3);
+		fputc(',', f);
+		bench_csv_num(f, rep->raw_mops[run], 4);
+		fprintf(f, ",%" PRIu64 "\n", o->bytes);
 	}
-	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", BENCH_CMD,
-			argv[optind]);
-		goto usage;
+}
+
+static void rf_print_table(FILE *f, const void *ctx)
+{
+	const struct rf_report *rep = ctx;
+	const struct rf_opts *o = rep->o;
+	unsigned runs = o->a.runs;
+
+	fprintf(f,
+		"rdma-fill: provider %s, rails %u, %" PRIu64
+		" bytes in %" PRIu64 " pages of %u, seeds %" PRIu64 "..%" PRIu64
+		", %u run%s (medians)\n",
+		rep->provider, o->rails, o->bytes, rep->pages, o->page,
+		o->a.seed, o->a.seed + runs - 1, runs, runs > 1 ? "s" : "");
+	fprintf(f,
+		"  fill (bp-target -> this process): %8.2f Gbps  %7.4f M "
+		"pages/s\n",
+		rf_median(rep->fill_gbps, runs),
+		rf_median(rep->fill_mops, runs));
+	if (!o->no_raw) {
+		fprintf(f,
+			"  raw loop (this process -> bp-target's region, "
+			"depth 64, post 16, reap 16):\n"
+			"                                    %8.2f Gbps  "
+			"%7.4f M ops/s\n",
+			rf_median(rep->raw_gbps, runs),
+			rf_median(rep->raw_mops, runs));
+		fprintf(f, "  fill / raw: %.3f (median of per-run ratios)\n",
+			rf_median(rep->ratio, runs));
 	}
-	return 0;
-usage:
-	rf_usage(stderr);
-	return -1;
+	fprintf(f,
+		"  verified: %" PRIu64 " bytes, every byte equal to "
+		"bp_rdma_fill_page\n",
+		rep->verified);
 }
 
 int bench_rdma_fill_main(int argc, char **argv)
@@ -315,16 +369,18 @@ int bench_rdma_fill_main(int argc, char **argv)
 	struct bp_rdma_peer_desc desc, dpeer;
 	struct rr_lane lane;
 	char host[64], why[512], provider[64];
-	double fill_gbps[RF_MAX_RUNS], fill_mops[RF_MAX_RUNS];
-	double raw_gbps[RF_MAX_RUNS], raw_mops[RF_MAX_RUNS];
+	static struct rf_report rep;
+	double *fill_gbps = rep.fill_gbps, *fill_mops = rep.fill_mops;
+	double *raw_gbps = rep.raw_gbps, *raw_mops = rep.raw_mops;
 	uint64_t pages, verified = 0;
 	const char *node_addr;
 	unsigned port;
 	uint8_t *buf;
 	int rc;
 
-	if (rf_parse(argc, argv, &o))
-		return BENCH_EXIT_USAGE;
+	rc = rf_parse(argc, argv, &o);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
 	setenv("FI_TCP_IFACE", "lo", 0); /* loopback only */
 	pages = (o.bytes + o.page - 1) / o.page;
 	snprintf(provider, sizeof(provider), "%s",
@@ -394,7 +450,7 @@ int bench_rdma_fill_main(int argc, char **argv)
 			bench_die("%s: raw loop: %s\n", BENCH_CMD, lane.errmsg);
 	}
 
-	for (unsigned run = 0; run < o.runs; run++) {
+	for (unsigned run = 0; run < o.a.runs; run++) {
 		struct rf_progress pr;
 		uint64_t bad, first;
 		int64_t t0, t1;
@@ -403,17 +459,17 @@ int bench_rdma_fill_main(int argc, char **argv)
 		pr.t0 = pr.last = bench_now_ns();
 		t0 = bench_now_ns();
 		rc = bp_rdma_conn_fill(conn, &desc, o.bytes, o.page,
-				       o.seed + run, rf_on_progress, &pr);
+				       o.a.seed + run, rf_on_progress, &pr);
 		t1 = bench_now_ns();
 		if (rc)
 			bench_die("%s: bp_rdma_conn_fill: %s\n", BENCH_CMD,
 				  bp_strerror(rc));
-		bad = rf_verify(buf, o.bytes, o.page, o.seed + run, &first);
+		bad = rf_verify(buf, o.bytes, o.page, o.a.seed + run, &first);
 		if (bad) {
 			/* tell late data from wrong data before failing */
 			bench_sleep_ns(1000000000);
 			uint64_t later = rf_verify(buf, o.bytes, o.page,
-						   o.seed + run, &first);
+						   o.a.seed + run, &first);
 
 			bench_die("%s: VERIFY FAILED: run %u: %" PRIu64
 				  " of %" PRIu64 " bytes differ right after "
@@ -436,32 +492,13 @@ int bench_rdma_fill_main(int argc, char **argv)
 			BENCH_CMD, run, fill_gbps[run], raw_gbps[run], o.bytes);
 	}
 
-	printf("rdma-fill: provider %s, rails %u, %" PRIu64 " bytes in %" PRIu64
-	       " pages of %u, seeds %" PRIu64 "..%" PRIu64
-	       ", %u run%s (medians)\n",
-	       provider, o.rails, o.bytes, pages, o.page, o.seed,
-	       o.seed + o.runs - 1, o.runs, o.runs > 1 ? "s" : "");
-	printf("  fill (bp-target -> this process): %8.2f Gbps  %7.4f M "
-	       "pages/s\n",
-	       bench_median(fill_gbps, (int)o.runs),
-	       bench_median(fill_mops, (int)o.runs));
-	if (!o.no_raw) {
-		double ratio[RF_MAX_RUNS];
-
-		for (unsigned r = 0; r < o.runs; r++)
-			ratio[r] = fill_gbps[r] / raw_gbps[r];
-		printf("  raw loop (this process -> bp-target's region, "
-		       "depth 64, post 16, reap 16):\n"
-		       "                                    %8.2f Gbps  "
-		       "%7.4f M ops/s\n",
-		       bench_median(raw_gbps, (int)o.runs),
-		       bench_median(raw_mops, (int)o.runs));
-		printf("  fill / raw: %.3f\n",
-		       bench_median(ratio, (int)o.runs));
-	}
-	printf("  verified: %" PRIu64 " bytes, every byte equal to "
-	       "bp_rdma_fill_page\n",
-	       verified);
+	rep.o = &o;
+	rep.provider = provider;
+	rep.pages = pages;
+	rep.verified = verified;
+	for (unsigned r = 0; r < o.a.runs; r++)
+		rep.ratio[r] = fill_gbps[r] / raw_gbps[r];
+	rc = bench_emit(&o.a, rf_print_csv, rf_print_table, NULL, &rep);
 
 	if (!o.no_raw)
 		rr_lane_close(&lane);
@@ -470,5 +507,5 @@ int bench_rdma_fill_main(int argc, char **argv)
 	bp_rdma_node_destroy(node);
 	free(buf);
 	rt_daemon_stop(&d);
-	return 0;
+	return rc;
 }

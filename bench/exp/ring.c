@@ -22,7 +22,6 @@
  * over; the time per item is the cost of the code path without any
  * cross-core traffic.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -31,7 +30,6 @@
 
 #include "bpbench.h"
 
-#define BENCH_CMD "bpbench ring"
 #include "queues.h"
 
 #define RING_MAX_POINTS	 16
@@ -42,17 +40,15 @@
 #define RING_MAX_SIDE 255
 
 struct ring_opts {
-	unsigned runs, ms, capacity, single_ms;
+	struct bench_args a; /* runs, ms, seed, cpus, output */
+	unsigned capacity, single_ms;
 	unsigned points[RING_MAX_POINTS][2];
 	int npoints;
 	unsigned batches[RING_MAX_BATCHES];
 	int nbatches;
 	const struct bench_queue_ops *queues[RING_MAX_QUEUES];
 	int nqueues;
-	int cpus[BENCH_MAX_CPUS];
-	int ncpus;
-	int csv, json, quick, single;
-	uint64_t seed;
+	int single;
 };
 
 /* ---- items -------------------------------------------------------------- */
@@ -347,7 +343,7 @@ static double ring_run_once(const struct ring_opts *o,
 		run.prod[i].id = i;
 		ring_spawn(&run.prod[i].thread, ring_producer_main,
 			   &run.prod[i],
-			   o->cpus[nthreads++ % (unsigned)o->ncpus]);
+			   o->a.cpus[nthreads++ % (unsigned)o->a.ncpus]);
 	}
 	for (unsigned i = 0; i < C; i++) {
 		struct ring_consumer *c = &run.cons[i];
@@ -360,7 +356,7 @@ static double ring_run_once(const struct ring_opts *o,
 		for (unsigned p = 0; p < P; p++)
 			c->last[p] = -1;
 		ring_spawn(&c->thread, ring_consumer_main, c,
-			   o->cpus[nthreads++ % (unsigned)o->ncpus]);
+			   o->a.cpus[nthreads++ % (unsigned)o->a.ncpus]);
 	}
 
 	pthread_barrier_wait(&run.start);
@@ -515,11 +511,11 @@ static double ring_single_median(const struct ring_results *r, int b, int q)
 
 static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 {
-	uint64_t rng = o->seed;
+	uint64_t rng = o->a.seed;
 	int64_t t_start = bench_now_ns();
 
-	for (int run = 0; run < (int)o->runs; run++) {
-		fprintf(stderr, "bpbench ring: run %d/%u:", run + 1, o->runs);
+	for (int run = 0; run < (int)o->a.runs; run++) {
+		fprintf(stderr, "bpbench ring: run %d/%u:", run + 1, o->a.runs);
 		for (int pt = 0; pt < o->npoints; pt++) {
 			unsigned P = o->points[pt][0], C = o->points[pt][1];
 
@@ -536,7 +532,7 @@ static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 						ring_run_once(
 							o, o->queues[order[i]],
 							P, C, o->batches[b],
-							o->ms);
+							o->a.ms);
 				fprintf(stderr, " %ux%u/%u", P, C,
 					o->batches[b]);
 			}
@@ -546,9 +542,9 @@ static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 	}
 	if (!o->single)
 		return;
-	for (int run = 0; run < (int)o->runs; run++) {
+	for (int run = 0; run < (int)o->a.runs; run++) {
 		fprintf(stderr, "bpbench ring: single-thread %d/%u\n", run + 1,
-			o->runs);
+			o->a.runs);
 		for (int b = 0; b < o->nbatches; b++) {
 			int order[RING_MAX_QUEUES];
 
@@ -565,6 +561,12 @@ static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 }
 
 /* ---- reports ------------------------------------------------------------ */
+
+/* What the printers get (bench_emit's ctx). */
+struct ring_report {
+	const struct ring_opts *o;
+	const struct ring_results *r;
+};
 
 /* batchpipe (default mode) over the best non-batchpipe queue at one point. */
 static double ring_ratio(const struct ring_opts *o,
@@ -614,45 +616,51 @@ static int ring_col_width(const struct bench_queue_ops *ops)
 	return (w < 8 ? 8 : w) + 2;
 }
 
-static void ring_print_table(const struct ring_opts *o,
-			     const struct ring_results *r)
+static void ring_print_table(FILE *f, const void *ctx)
 {
+	const struct ring_report *rep = ctx;
+	const struct ring_opts *o = rep->o;
+	const struct ring_results *r = rep->r;
 	char cpus[256];
 	int bpq = ring_find_queue(o, &bench_q_batchpipe);
 	double log_sum = 0;
 	int nratio = 0, p11;
 
-	bench_cpus_format(o->cpus, o->ncpus, cpus, sizeof(cpus));
-	printf("bpbench ring: capacity %u, %u runs x %u ms per point and "
-	       "queue, "
-	       "CPUs %s, seed %" PRIu64 "\n",
-	       o->capacity, o->runs, o->ms, cpus, o->seed);
-	printf("median throughput, Mitems/s (ratio = batchpipe / best other "
-	       "queue)\n\n");
-	printf("%-5s %4s", "PxC", "B");
+	bench_cpus_format(o->a.cpus, o->a.ncpus, cpus, sizeof(cpus));
+	fprintf(f,
+		"bpbench ring: capacity %u, %u runs x %u ms per point and "
+		"queue, "
+		"CPUs %s, seed %" PRIu64 "\n",
+		o->capacity, o->a.runs, o->a.ms, cpus, o->a.seed);
+	fprintf(f,
+		"median throughput, Mitems/s (ratio = batchpipe / best other "
+		"queue)\n\n");
+	fprintf(f, "%-5s %4s", "PxC", "B");
 	for (int q = 0; q < o->nqueues; q++)
-		printf("%*s", ring_col_width(o->queues[q]), o->queues[q]->name);
+		fprintf(f, "%*s", ring_col_width(o->queues[q]),
+			o->queues[q]->name);
 	if (bpq >= 0)
-		printf("  %-10s %6s  %s", "best other", "ratio",
-		       "batchpipe min-max");
-	printf("\n");
+		fprintf(f, "  %-10s %6s  %s", "best other", "ratio",
+			"batchpipe min-max");
+	fprintf(f, "\n");
 	for (int pt = 0; pt < o->npoints; pt++) {
 		for (int b = 0; b < o->nbatches; b++) {
 			char pc[16];
 
 			snprintf(pc, sizeof(pc), "%ux%u", o->points[pt][0],
 				 o->points[pt][1]);
-			printf("%-5s %4u", pc, o->batches[b]);
+			fprintf(f, "%-5s %4u", pc, o->batches[b]);
 			for (int q = 0; q < o->nqueues; q++) {
 				double m = ring_median(r, pt, b, q, NULL, NULL);
 
 				if (isnan(m))
-					printf("%*s",
-					       ring_col_width(o->queues[q]),
-					       "-");
+					fprintf(f, "%*s",
+						ring_col_width(o->queues[q]),
+						"-");
 				else
-					printf("%*.2f",
-					       ring_col_width(o->queues[q]), m);
+					fprintf(f, "%*.2f",
+						ring_col_width(o->queues[q]),
+						m);
 			}
 			if (bpq >= 0) {
 				int best_q;
@@ -660,64 +668,72 @@ static void ring_print_table(const struct ring_opts *o,
 				       lo, hi;
 
 				ring_median(r, pt, b, bpq, &lo, &hi);
-				printf("  %-10s %6.2f  %.1f-%.1f",
-				       best_q >= 0 ? o->queues[best_q]->name
-						   : "-",
-				       ratio, lo, hi);
+				fprintf(f, "  %-10s %6.2f  %.1f-%.1f",
+					best_q >= 0 ? o->queues[best_q]->name
+						    : "-",
+					ratio, lo, hi);
 				if (!isnan(ratio) && ratio > 0) {
 					log_sum += log(ratio);
 					nratio++;
 				}
 			}
-			printf("\n");
+			fprintf(f, "\n");
 		}
 	}
 	if (nratio)
-		printf("\ngeometric mean of batchpipe / best other over %d "
-		       "points: %.2f\n",
-		       nratio, exp(log_sum / nratio));
+		fprintf(f,
+			"\ngeometric mean of batchpipe / best other over %d "
+			"points: %.2f\n",
+			nratio, exp(log_sum / nratio));
 
 	p11 = ring_find_point(o, 1, 1);
 	if (bpq >= 0 && p11 >= 0 && o->npoints > 1) {
-		printf("\nbatchpipe scaling, median at PxC / median at 1x1:\n");
+		fprintf(f, "\nbatchpipe scaling, median at PxC / median at "
+			   "1x1:\n");
 		for (int pt = 0; pt < o->npoints; pt++) {
 			if (pt == p11)
 				continue;
-			printf("  %ux%u:", o->points[pt][0], o->points[pt][1]);
+			fprintf(f, "  %ux%u:", o->points[pt][0],
+				o->points[pt][1]);
 			for (int b = 0; b < o->nbatches; b++) {
 				double base =
 					ring_median(r, p11, b, bpq, NULL, NULL);
 				double m =
 					ring_median(r, pt, b, bpq, NULL, NULL);
 
-				printf("  B=%u %.2f", o->batches[b], m / base);
+				fprintf(f, "  B=%u %.2f", o->batches[b],
+					m / base);
 			}
-			printf("\n");
+			fprintf(f, "\n");
 		}
 	}
 
 	if (!o->single)
 		return;
-	printf("\nsingle thread, enqueue B then dequeue B: ns per item "
-	       "(median of %u, %u ms each)\n",
-	       o->runs, o->single_ms);
-	printf("%4s", "B");
+	fprintf(f,
+		"\nsingle thread, enqueue B then dequeue B: ns per item "
+		"(median of %u, %u ms each)\n",
+		o->a.runs, o->single_ms);
+	fprintf(f, "%4s", "B");
 	for (int q = 0; q < o->nqueues; q++)
-		printf("%*s", ring_col_width(o->queues[q]), o->queues[q]->name);
-	printf("\n");
+		fprintf(f, "%*s", ring_col_width(o->queues[q]),
+			o->queues[q]->name);
+	fprintf(f, "\n");
 	for (int b = 0; b < o->nbatches; b++) {
-		printf("%4u", o->batches[b]);
+		fprintf(f, "%4u", o->batches[b]);
 		for (int q = 0; q < o->nqueues; q++)
-			printf("%*.2f", ring_col_width(o->queues[q]),
-			       ring_single_median(r, b, q));
-		printf("\n");
+			fprintf(f, "%*.2f", ring_col_width(o->queues[q]),
+				ring_single_median(r, b, q));
+		fprintf(f, "\n");
 	}
 }
 
-static void ring_print_csv(const struct ring_opts *o,
-			   const struct ring_results *r)
+static void ring_print_csv(FILE *f, const void *ctx)
 {
-	printf("queue,P,C,B,run,Mitems_per_s\n");
+	const struct ring_report *rep = ctx;
+	const struct ring_opts *o = rep->o;
+	const struct ring_results *r = rep->r;
+	fprintf(f, "queue,P,C,B,run,Mitems_per_s\n");
 	for (int pt = 0; pt < o->npoints; pt++)
 		for (int b = 0; b < o->nbatches; b++)
 			for (int q = 0; q < o->nqueues; q++)
@@ -725,34 +741,38 @@ static void ring_print_csv(const struct ring_opts *o,
 					double v = *ring_cell(r, run, pt, b, q);
 
 					if (!isnan(v))
-						printf("%s,%u,%u,%u,%d,%.3f\n",
-						       o->queues[q]->name,
-						       o->points[pt][0],
-						       o->points[pt][1],
-						       o->batches[b], run, v);
+						fprintf(f,
+							"%s,%u,%u,%u,%d,%.3f\n",
+							o->queues[q]->name,
+							o->points[pt][0],
+							o->points[pt][1],
+							o->batches[b], run, v);
 				}
 	if (!o->single)
 		return;
-	printf("single,queue,B,ns_per_item\n");
+	fprintf(f, "single,queue,B,ns_per_item\n");
 	for (int b = 0; b < o->nbatches; b++)
 		for (int q = 0; q < o->nqueues; q++)
-			printf("single,%s,%u,%.3f\n", o->queues[q]->name,
-			       o->batches[b], ring_single_median(r, b, q));
+			fprintf(f, "single,%s,%u,%.3f\n", o->queues[q]->name,
+				o->batches[b], ring_single_median(r, b, q));
 }
 
-static void ring_print_json(const struct ring_opts *o,
-			    const struct ring_results *r)
+static void ring_print_json(FILE *f, const void *ctx)
 {
+	const struct ring_report *rep = ctx;
+	const struct ring_opts *o = rep->o;
+	const struct ring_results *r = rep->r;
 	const char *sep = "";
 	double log_sum = 0;
 	int nratio = 0;
 
-	printf("{\"benchmark\":\"ring\",\"capacity\":%u,\"ms\":%u,\"runs\":%u,"
-	       "\"seed\":%" PRIu64 ",\"cpus\":[",
-	       o->capacity, o->ms, o->runs, o->seed);
-	for (int i = 0; i < o->ncpus; i++)
-		printf("%s%d", i ? "," : "", o->cpus[i]);
-	printf("],\n\"results\":[");
+	fprintf(f,
+		"{\"benchmark\":\"ring\",\"capacity\":%u,\"ms\":%u,\"runs\":%u,"
+		"\"seed\":%" PRIu64 ",\"cpus\":[",
+		o->capacity, o->a.ms, o->a.runs, o->a.seed);
+	for (int i = 0; i < o->a.ncpus; i++)
+		fprintf(f, "%s%d", i ? "," : "", o->a.cpus[i]);
+	fprintf(f, "],\n\"results\":[");
 	for (int pt = 0; pt < o->npoints; pt++)
 		for (int b = 0; b < o->nbatches; b++)
 			for (int q = 0; q < o->nqueues; q++) {
@@ -761,21 +781,22 @@ static void ring_print_json(const struct ring_opts *o,
 
 				if (isnan(med))
 					continue;
-				printf("%s\n "
-				       "{\"queue\":\"%s\",\"P\":%u,\"C\":%u,"
-				       "\"B\":%u,"
-				       "\"median_mitems_per_s\":%.3f,\"runs\":"
-				       "[",
-				       sep, o->queues[q]->name,
-				       o->points[pt][0], o->points[pt][1],
-				       o->batches[b], med);
+				fprintf(f,
+					"%s\n "
+					"{\"queue\":\"%s\",\"P\":%u,\"C\":%u,"
+					"\"B\":%u,"
+					"\"median_mitems_per_s\":%.3f,\"runs\":"
+					"[",
+					sep, o->queues[q]->name,
+					o->points[pt][0], o->points[pt][1],
+					o->batches[b], med);
 				for (int run = 0; run < r->runs; run++)
-					printf("%s%.3f", run ? "," : "",
-					       *ring_cell(r, run, pt, b, q));
-				printf("]}");
+					fprintf(f, "%s%.3f", run ? "," : "",
+						*ring_cell(r, run, pt, b, q));
+				fprintf(f, "]}");
 				sep = ",";
 			}
-	printf("],\n\"ratios\":[");
+	fprintf(f, "],\n\"ratios\":[");
 	sep = "";
 	for (int pt = 0; pt < o->npoints; pt++)
 		for (int b = 0; b < o->nbatches; b++) {
@@ -784,106 +805,156 @@ static void ring_print_json(const struct ring_opts *o,
 
 			if (isnan(ratio))
 				continue;
-			printf("%s\n "
-			       "{\"P\":%u,\"C\":%u,\"B\":%u,\"best_other\":\"%"
-			       "s\","
-			       "\"ratio\":%.4f}",
-			       sep, o->points[pt][0], o->points[pt][1],
-			       o->batches[b], o->queues[best_q]->name, ratio);
+			fprintf(f,
+				"%s\n "
+				"{\"P\":%u,\"C\":%u,\"B\":%u,\"best_other\":\"%"
+				"s\","
+				"\"ratio\":%.4f}",
+				sep, o->points[pt][0], o->points[pt][1],
+				o->batches[b], o->queues[best_q]->name, ratio);
 			sep = ",";
 			if (ratio > 0) {
 				log_sum += log(ratio);
 				nratio++;
 			}
 		}
-	printf("],\n\"geomean_ratio\":");
+	fprintf(f, "],\n\"geomean_ratio\":");
 	if (nratio)
-		printf("%.4f", exp(log_sum / nratio));
+		fprintf(f, "%.4f", exp(log_sum / nratio));
 	else
-		printf("null");
-	printf(",\n\"single\":[");
+		fprintf(f, "null");
+	fprintf(f, ",\n\"single\":[");
 	sep = "";
 	if (o->single)
 		for (int b = 0; b < o->nbatches; b++)
 			for (int q = 0; q < o->nqueues; q++) {
-				printf("%s\n "
-				       "{\"queue\":\"%s\",\"B\":%u,\"ns_per_"
-				       "item\":%.3f}",
-				       sep, o->queues[q]->name, o->batches[b],
-				       ring_single_median(r, b, q));
+				fprintf(f,
+					"%s\n "
+					"{\"queue\":\"%s\",\"B\":%u,\"ns_per_"
+					"item\":%.3f}",
+					sep, o->queues[q]->name, o->batches[b],
+					ring_single_median(r, b, q));
 				sep = ",";
 			}
-	printf("]}\n");
+	fprintf(f, "]}\n");
 }
 
 /* ---- options ------------------------------------------------------------ */
 
-static void ring_usage(FILE *f)
+static int ring_set_points(struct bench_args *a, const char *arg)
 {
-	fprintf(f, "usage: bpbench ring [options]\n"
-		   "Throughput of bp_ring against other bounded queues, "
-		   "interleaved runs,\n"
-		   "medians; then the single-thread cost per item.\n"
-		   "  --runs N         runs per point (default 5; --quick: 3)\n"
-		   "  --ms N           producing time per run, ms (default "
-		   "100; --quick: 20)\n"
-		   "  --points LIST    producers x consumers, e.g. "
-		   "\"1x1,2x2,4x4\" (default)\n"
-		   "  --batches LIST   batch sizes, e.g. \"1,8,32,256\" "
-		   "(default)\n"
-		   "  --queues LIST    queues to run (default: all of them):\n"
-		   "                   ");
-	for (int i = 0; bench_queues[i]; i++)
-		fprintf(f, "%s%s", i ? "," : "", bench_queues[i]->name);
-	fprintf(f,
-		"\n"
-		"  --cpus LIST      CPUs to pin threads on, e.g. \"0,1\" or "
-		"\"0-3\"\n"
-		"                   (default: every CPU this process may use)\n"
-		"  --capacity N     queue capacity, a power of two (default "
-		"4096)\n"
-		"  --seed N         seed of the queue-order shuffle (default "
-		"1)\n"
-		"  --no-single      skip the single-thread cost table\n"
-		"  --quick          short runs, for a check in well under 30 "
-		"s\n"
-		"  --csv            CSV on stdout: "
-		"queue,P,C,B,run,Mitems_per_s, then\n"
-		"                   single,queue,B,ns_per_item\n"
-		"  --json           JSON on stdout\n"
-		"  --help           this text\n"
-		"Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
-		"its\n"
-		"verification, 2 bad usage.\n");
+	struct ring_opts *o = a->ctx;
+
+	o->npoints = bench_parse_pairs(arg, o->points, RING_MAX_POINTS, 1,
+				       RING_MAX_SIDE);
+	return o->npoints < 0 ? -1 : 0;
 }
 
-static int ring_parse(int argc, char **argv, struct ring_opts *o)
+static int ring_set_batches(struct bench_args *a, const char *arg)
 {
-	static const struct option longopts[] = {
-		{"runs", required_argument, NULL, 'r'},
-		{"ms", required_argument, NULL, 'm'},
-		{"points", required_argument, NULL, 'p'},
-		{"batches", required_argument, NULL, 'b'},
-		{"queues", required_argument, NULL, 'q'},
-		{"cpus", required_argument, NULL, 'c'},
-		{"capacity", required_argument, NULL, 'k'},
-		{"seed", required_argument, NULL, 's'},
-		{"no-single", no_argument, NULL, 'n'},
-		{"quick", no_argument, NULL, 'Q'},
-		{"csv", no_argument, NULL, 'C'},
-		{"json", no_argument, NULL, 'J'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int runs_set = 0, ms_set = 0, opt;
+	struct ring_opts *o = a->ctx;
+
+	o->nbatches = bench_parse_uints(arg, o->batches, RING_MAX_BATCHES, 1,
+					1u << 30);
+	return o->nbatches < 0 ? -1 : 0;
+}
+
+static int ring_set_queues(struct bench_args *a, const char *arg)
+{
+	struct ring_opts *o = a->ctx;
 	static char queue_names[4096];
 	const char *names[RING_MAX_QUEUES];
 
+	if (strlen(arg) >= sizeof(queue_names))
+		return -1;
+	strcpy(queue_names, arg);
+	o->nqueues = bench_parse_names(queue_names, names, RING_MAX_QUEUES);
+	if (o->nqueues < 0)
+		return -1;
+	for (int i = 0; i < o->nqueues; i++) {
+		o->queues[i] = bench_queue_find(names[i]);
+		if (!o->queues[i]) {
+			fprintf(stderr, "%s: unknown queue '%s'\n", a->prog,
+				names[i]);
+			return -2;
+		}
+		for (int j = 0; j < i; j++)
+			if (o->queues[j] == o->queues[i]) {
+				fprintf(stderr, "%s: queue '%s' given twice\n",
+					a->prog, names[i]);
+				return -2;
+			}
+	}
+	return 0;
+}
+
+static int ring_set_capacity(struct bench_args *a, const char *arg)
+{
+	struct ring_opts *o = a->ctx;
+	unsigned v;
+
+	if (bench_parse_uint(arg, &v, 2, 1u << 24) || (v & (v - 1)))
+		return -1;
+	o->capacity = v;
+	return 0;
+}
+
+static int ring_set_no_single(struct bench_args *a, const char *arg)
+{
+	struct ring_opts *o = a->ctx;
+
+	(void)arg;
+	o->single = 0;
+	return 0;
+}
+
+/* --queues lists the queues there are: filled in at start */
+static char ring_queues_help[512];
+
+static const struct bench_opt ring_options[] = {
+	BENCH_OPT_RUNS("runs per point (default 5; --quick: 3)"),
+	BENCH_OPT_MS("producing time per run, ms (default 100; --quick: 20)"),
+	{"points", "LIST", ring_set_points,
+	 "producers x consumers, e.g. \"1x1,2x2,4x4\" (default)"},
+	{"batches", "LIST", ring_set_batches,
+	 "batch sizes, e.g. \"1,8,32,256\" (default)"},
+	{"queues", "LIST", ring_set_queues, ring_queues_help},
+	BENCH_OPT_CPUS("CPUs to pin threads on, e.g. \"0,1\" or \"0-3\"\n"
+		       "(default: every CPU this process may use)"),
+	{"capacity", "N", ring_set_capacity,
+	 "queue capacity, a power of two (default 4096)"},
+	BENCH_OPT_SEED("seed of the queue-order shuffle (default 1)"),
+	{"no-single", NULL, ring_set_no_single,
+	 "skip the single-thread cost table"},
+	BENCH_OPT_QUICK("short runs, for a check in well under 30 s"),
+	BENCH_OPT_CSV("CSV on stdout: queue,P,C,B,run,Mitems_per_s,p50_ns,"
+		      "p99_ns,\nthen single,queue,B,ns_per_item"),
+	BENCH_OPT_JSON("JSON on stdout"),
+	BENCH_OPT_OUT,
+	BENCH_OPT_NAME,
+	BENCH_OPT_HELP,
+	BENCH_OPT_END,
+};
+
+static const struct bench_cmd ring_cmd = {
+	.name = "ring",
+	.about = "Throughput of bp_ring against other bounded queues, "
+		 "interleaved runs,\nmedians; then the single-thread cost "
+		 "per item.\n",
+	.opts = ring_options,
+	.epilog = "Progress goes to stderr. Exit status: 0 ok, 1 a run "
+		  "failed its\nverification, 2 bad usage.\n",
+	.max_runs = RING_MAX_RUNS,
+};
+
+static int ring_parse(int argc, char **argv, struct ring_opts *o)
+{
+	size_t off;
+	int rc;
+
 	memset(o, 0, sizeof(*o));
-	o->runs = 5;
-	o->ms = 100;
+	bench_args_init(&o->a, &ring_cmd, o);
 	o->capacity = 4096;
-	o->seed = 1;
 	o->single = 1;
 	o->npoints = bench_parse_pairs("1x1,2x2,4x4", o->points,
 				       RING_MAX_POINTS, 1, 4);
@@ -891,167 +962,54 @@ static int ring_parse(int argc, char **argv, struct ring_opts *o)
 					RING_MAX_BATCHES, 1, 256);
 	for (int i = 0; bench_queues[i]; i++)
 		o->queues[o->nqueues++] = bench_queues[i];
+	off = (size_t)snprintf(ring_queues_help, sizeof(ring_queues_help),
+			       "queues to run (default: all of them):\n");
+	for (int i = 0; bench_queues[i] && off < sizeof(ring_queues_help); i++)
+		off += (size_t)snprintf(ring_queues_help + off,
+					sizeof(ring_queues_help) - off, "%s%s",
+					i ? "," : "", bench_queues[i]->name);
 
-	opterr = 0; /* our own message, then the usage */
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		unsigned v;
-
-		switch (opt) {
-		case 'r':
-			if (bench_parse_uint(optarg, &o->runs, 1,
-					     RING_MAX_RUNS))
-				goto bad_value;
-			runs_set = 1;
-			break;
-		case 'm':
-			if (bench_parse_uint(optarg, &o->ms, 1, 600000))
-				goto bad_value;
-			ms_set = 1;
-			break;
-		case 'p':
-			o->npoints = bench_parse_pairs(optarg, o->points,
-						       RING_MAX_POINTS, 1,
-						       RING_MAX_SIDE);
-			if (o->npoints < 0)
-				goto bad_value;
-			break;
-		case 'b':
-			o->nbatches = bench_parse_uints(optarg, o->batches,
-							RING_MAX_BATCHES, 1,
-							1u << 30);
-			if (o->nbatches < 0)
-				goto bad_value;
-			break;
-		case 'q':
-			if (strlen(optarg) >= sizeof(queue_names))
-				goto bad_value;
-			strcpy(queue_names, optarg);
-			o->nqueues = bench_parse_names(queue_names, names,
-						       RING_MAX_QUEUES);
-			if (o->nqueues < 0)
-				goto bad_value;
-			for (int i = 0; i < o->nqueues; i++) {
-				o->queues[i] = bench_queue_find(names[i]);
-				if (!o->queues[i]) {
-					fprintf(stderr,
-						"bpbench ring: unknown queue "
-						"'%s'\n",
-						names[i]);
-					goto usage;
-				}
-				for (int j = 0; j < i; j++)
-					if (o->queues[j] == o->queues[i]) {
-						fprintf(stderr,
-							"bpbench ring: queue "
-							"'%s' given twice\n",
-							names[i]);
-						goto usage;
-					}
-			}
-			break;
-		case 'c':
-			o->ncpus = bench_cpus_parse(optarg, o->cpus,
-						    BENCH_MAX_CPUS);
-			if (o->ncpus < 0) {
-				fprintf(stderr,
-					"bpbench ring: bad --cpus '%s' "
-					"(syntax, or a CPU "
-					"this process may not use)\n",
-					optarg);
-				goto usage;
-			}
-			break;
-		case 'k':
-			if (bench_parse_uint(optarg, &v, 2, 1u << 24) ||
-			    (v & (v - 1)))
-				goto bad_value;
-			o->capacity = v;
-			break;
-		case 's':
-			if (bench_parse_uint(optarg, &v, 0, UINT32_MAX))
-				goto bad_value;
-			o->seed = v;
-			break;
-		case 'n':
-			o->single = 0;
-			break;
-		case 'Q':
-			o->quick = 1;
-			break;
-		case 'C':
-			o->csv = 1;
-			break;
-		case 'J':
-			o->json = 1;
-			break;
-		case 'h':
-			ring_usage(stdout);
-			exit(0);
-		default:
-			bench_bad_option(BENCH_CMD, longopts, optopt,
-					 argv[optind - 1]);
-			goto usage;
-		}
-		continue;
-	bad_value:
-		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
-		goto usage;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "bpbench ring: unexpected argument '%s'\n",
-			argv[optind]);
-		goto usage;
-	}
-	if (o->csv && o->json) {
-		fprintf(stderr,
-			"bpbench ring: --csv and --json exclude each other\n");
-		goto usage;
-	}
+	rc = bench_opts_parse(&o->a, argc, argv);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
 	for (int b = 0; b < o->nbatches; b++)
-		if (o->batches[b] > o->capacity / 2) {
+		if (o->batches[b] > o->capacity / 2)
 			/* the single-thread loop needs a whole batch in the
 			 * queue, and ck_ring keeps one slot free */
-			fprintf(stderr,
-				"bpbench ring: batch %u is more than half the "
-				"capacity %u\n",
+			return bench_usage_error(
+				&o->a,
+				"batch %u is more than half the capacity %u",
 				o->batches[b], o->capacity);
-			goto usage;
-		}
-	if (o->quick) {
-		if (!runs_set)
-			o->runs = 3;
-		if (!ms_set)
-			o->ms = 20;
+	if (o->a.quick) {
+		if (!o->a.runs_set)
+			o->a.runs = 3;
+		if (!o->a.ms_set)
+			o->a.ms = 20;
 	}
-	o->single_ms = o->ms / 4 ? o->ms / 4 : 1;
-	if (o->ncpus == 0) {
-		o->ncpus = bench_cpus_available(o->cpus, BENCH_MAX_CPUS);
-		if (o->ncpus <= 0)
-			bench_die("bpbench ring: sched_getaffinity failed\n");
-	}
-	return 0;
-usage:
-	ring_usage(stderr);
-	return -1;
+	o->single_ms = o->a.ms / 4 ? o->a.ms / 4 : 1;
+	return BENCH_OPTS_RUN;
 }
 
 int bench_ring_main(int argc, char **argv)
 {
 	struct ring_opts o;
 	struct ring_results res;
+	struct ring_report rep = {&o, &res};
 	size_t ncell, nsingle;
 	int64_t t0;
+	int rc;
 
-	if (ring_parse(argc, argv, &o))
-		return BENCH_EXIT_USAGE;
+	rc = ring_parse(argc, argv, &o);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
 
-	res.runs = (int)o.runs;
+	res.runs = (int)o.a.runs;
 	res.npoints = o.npoints;
 	res.nbatches = o.nbatches;
 	res.nqueues = o.nqueues;
-	ncell = (size_t)o.runs * (size_t)o.npoints * (size_t)o.nbatches *
+	ncell = (size_t)o.a.runs * (size_t)o.npoints * (size_t)o.nbatches *
 		(size_t)o.nqueues;
-	nsingle = (size_t)o.runs * (size_t)o.nbatches * (size_t)o.nqueues;
+	nsingle = (size_t)o.a.runs * (size_t)o.nbatches * (size_t)o.nqueues;
 	res.mitems = bench_zalloc(sizeof(double) * ncell);
 	res.single = bench_zalloc(sizeof(double) * nsingle);
 	for (size_t i = 0; i < ncell; i++)
@@ -1066,13 +1024,9 @@ int bench_ring_main(int argc, char **argv)
 		" items through the threaded runs)\n",
 		(double)(bench_now_ns() - t0) / 1e9, ring_items_verified);
 
-	if (o.csv)
-		ring_print_csv(&o, &res);
-	else if (o.json)
-		ring_print_json(&o, &res);
-	else
-		ring_print_table(&o, &res);
+	rc = bench_emit(&o.a, ring_print_csv, ring_print_table, ring_print_json,
+			&rep);
 	free(res.mitems);
 	free(res.single);
-	return 0;
+	return rc;
 }

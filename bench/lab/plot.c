@@ -20,16 +20,18 @@ int bench_gnuplot_available(void)
 	return known;
 }
 
-int bench_gnuplot(const char *what, const char *const *outputs,
-		  const char *fmt, ...)
+int bench_gnuplot(const char *what, const char *const *outputs, const char *fmt,
+		  ...)
 {
 	va_list ap;
 	FILE *gp;
 	int st, bad = 0;
 
 	if (!bench_gnuplot_available()) {
-		fprintf(stderr, "%s: gnuplot not found, no plot drawn "
-				"(apt-get install gnuplot-nox)\n", what);
+		fprintf(stderr,
+			"%s: gnuplot not found, no plot drawn "
+			"(apt-get install gnuplot-nox)\n",
+			what);
 		return -1;
 	}
 	fflush(NULL); /* the child must not repeat our buffered output */
@@ -76,8 +78,8 @@ int bench_mkdir_p(const char *dir)
 			continue;
 		*p = '\0';
 		if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-			fprintf(stderr, "bpbench: cannot create %s: %s\n",
-				path, strerror(errno));
+			fprintf(stderr, "bpbench: cannot create %s: %s\n", path,
+				strerror(errno));
 			return -1;
 		}
 		*p = c;

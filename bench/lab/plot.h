@@ -18,14 +18,14 @@
  * Returns 0 when gnuplot exited 0 and every file in `outputs` (NULL-
  * terminated, may be NULL) exists and is not empty, -1 otherwise.
  */
-int bench_gnuplot(const char *what, const char *const *outputs,
-		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int bench_gnuplot(const char *what, const char *const *outputs, const char *fmt,
+		  ...) __attribute__((format(printf, 3, 4)));
 
 /* Whether gnuplot can be run at all (looked up once, on PATH). */
 int bench_gnuplot_available(void);
 
 /* The terminal every bpbench plot uses: PNG through cairo, readable fonts. */
-#define BENCH_PLOT_TERM                                                      \
+#define BENCH_PLOT_TERM                                                        \
 	"set terminal pngcairo size %d,%d enhanced font 'DejaVu Sans,10'\n"
 
 /*
