@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_bench.c - `bpbench rdma`: one-sided RDMA writes through the pipeline
+ * rdma.c - `bpbench rdma`: one-sided RDMA writes through the pipeline
  * with the RDMA stage, against the same writes made with plain libfabric
  * calls (rdma_raw.c), interleaved in the same run, on every provider that
  * opens here (shm, tcp;ofi_rxm).

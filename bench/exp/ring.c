@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring_bench.c - `bpbench ring`: bp_ring against other bounded MPMC queues.
+ * ring.c - `bpbench ring`: bp_ring against other bounded MPMC queues.
  *
  * Throughput sweep: P producers and C consumers (pinned round-robin over the
  * CPUs, producers first, so that 1x1 crosses cores) move

@@ -56,13 +56,18 @@ static int bench_cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double bench_quantile_i64(int64_t *v, unsigned n, double q)
+void bench_sort_i64(int64_t *v, size_t n)
 {
-	unsigned i;
+	qsort(v, n, sizeof(*v), bench_cmp_i64);
+}
+
+double bench_pct_i64(const int64_t *v, size_t n, double q)
+{
+	size_t i;
 
 	if (n == 0)
 		return NAN;
-	qsort(v, n, sizeof(*v), bench_cmp_i64);
-	i = (unsigned)(q * (double)(n - 1) + 0.5);
+	i = (size_t)ceil(q * (double)n);
+	i = i ? i - 1 : 0;
 	return (double)v[i < n ? i : n - 1];
 }

@@ -6,6 +6,7 @@
 #ifndef BPBENCH_STATS_H
 #define BPBENCH_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* bench_median() sorts v in place. All return NaN when nothing is left. */
@@ -13,10 +14,9 @@ double bench_median(double *v, int n);
 double bench_min(const double *v, int n);
 double bench_max(const double *v, int n);
 
-/*
- * The q-quantile (0 <= q <= 1) of n samples, nearest rank; sorts v in
- * place. NaN when n is 0.
- */
-double bench_quantile_i64(int64_t *v, unsigned n, double q);
+/* Latency samples: sort them, then read nearest-rank percentiles off. */
+void bench_sort_i64(int64_t *v, size_t n);
+/* The q-quantile (0 < q <= 1) of sorted v[0..n), nearest rank; NaN if n 0 */
+double bench_pct_i64(const int64_t *v, size_t n, double q);
 
 #endif /* BPBENCH_STATS_H */
