@@ -18,6 +18,14 @@
  * afterwards the per-producer counts and sums of sequence numbers must match
  * what was enqueued, and the queue must be empty. Any failure is fatal.
  *
+ * Latency, every threaded run: producers stamp the enqueue time of every
+ * 64th sequence number (one clock read per enqueue call that holds such an
+ * item, the same code for every queue); the consumer that dequeues it reads
+ * the clock once per dequeue call that holds one and records the difference
+ * in its histogram (lab/hist.h). p50 and p99 per run, in ns, enqueue call ->
+ * dequeue returned; under saturation this is mostly time spent waiting in
+ * a full queue.
+ *
  * Single-thread cost: one thread enqueues B items then dequeues them, over and
  * over; the time per item is the cost of the code path without any
  * cross-core traffic.
@@ -38,6 +46,12 @@
 #define RING_MAX_RUNS	 1000
 /* the producer id lives in 8 bits of each item */
 #define RING_MAX_SIDE 255
+/* latency: every 2^RING_SAMPLE_SHIFT-th sequence number is stamped */
+#define RING_SAMPLE_SHIFT 6
+#define RING_SAMPLE_MASK  ((UINT64_C(1) << RING_SAMPLE_SHIFT) - 1)
+/* a stamp: ns since the run's base << 16 | the sample's index, 16 bits */
+#define RING_TAG_BITS 16
+#define RING_TAG_MASK ((UINT64_C(1) << RING_TAG_BITS) - 1)
 
 struct ring_opts {
 	struct bench_args a; /* runs, ms, seed, cpus, output */
@@ -88,6 +102,14 @@ struct ring_producer {
 	uint64_t enqueued;
 	int64_t t_start;
 	int err;
+	/*
+	 * [nstamps] enqueue times of the sampled items, a slot per sample
+	 * index modulo nstamps. Written before the item is enqueued, so the
+	 * queue's own ordering of the item publishes it to its consumer;
+	 * atomic only because a consumer preempted for a whole lap may read
+	 * a slot while it is rewritten: the tag tells it.
+	 */
+	_Atomic uint64_t *stamps;
 } __attribute__((aligned(BENCH_CACHELINE)));
 
 struct ring_consumer {
@@ -101,6 +123,8 @@ struct ring_consumer {
 	int64_t *last;	 /* [P] last sequence seen per producer, -1: none */
 	uint64_t *count; /* [P] items seen per producer */
 	uint64_t *sum;	 /* [P] sum of their sequence numbers */
+	struct bench_hist *lat; /* enqueue -> dequeue of the sampled items */
+	uint64_t lat_lost;	/* samples whose slot was rewritten first */
 } __attribute__((aligned(BENCH_CACHELINE)));
 
 struct ring_run {
@@ -114,7 +138,52 @@ struct ring_run {
 	atomic_uint producers_left;
 	struct ring_producer *prod;
 	struct ring_consumer *cons;
+	int64_t t_base;	  /* stamps count from here */
+	uint64_t nstamps; /* slots per producer, a power of two */
 };
+
+/*
+ * Stamp the sampled items among the next enqueue's, items seq lo..hi, with
+ * one clock read. An item that does not get in is stamped again by the
+ * next call, before it can be seen.
+ */
+static inline void ring_stamp(struct ring_producer *self, uint64_t lo,
+			      uint64_t hi)
+{
+	uint64_t first = (lo + RING_SAMPLE_MASK) & ~RING_SAMPLE_MASK;
+	uint64_t mask = self->run->nstamps - 1, t;
+
+	if (first > hi)
+		return;
+	t = (uint64_t)(bench_now_ns() - self->run->t_base);
+	for (uint64_t s = first; s <= hi; s += RING_SAMPLE_MASK + 1) {
+		uint64_t k = s >> RING_SAMPLE_SHIFT;
+
+		/* relaxed: the enqueue of the item publishes it */
+		atomic_store_explicit(&self->stamps[k & mask],
+				      t << RING_TAG_BITS | (k & RING_TAG_MASK),
+				      memory_order_relaxed);
+	}
+}
+
+/* The latency of sampled item seq of producer pid, dequeued at now. */
+static inline void ring_sample(struct ring_consumer *self, unsigned pid,
+			       uint64_t seq, int64_t now)
+{
+	struct ring_run *run = self->run;
+	uint64_t k = seq >> RING_SAMPLE_SHIFT;
+	/* relaxed: the dequeue of the item ordered the stamp before us */
+	uint64_t v = atomic_load_explicit(
+		&run->prod[pid].stamps[k & (run->nstamps - 1)],
+		memory_order_relaxed);
+
+	if ((v & RING_TAG_MASK) != (k & RING_TAG_MASK)) {
+		self->lat_lost++;
+		return;
+	}
+	bench_hist_add(self->lat,
+		       now - run->t_base - (int64_t)(v >> RING_TAG_BITS));
+}
 
 static void *ring_producer_main(void *arg)
 {
@@ -132,8 +201,11 @@ static void *ring_producer_main(void *arg)
 	self->t_start = bench_now_ns();
 	/* relaxed: stop is a time signal; the join publishes results */
 	while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-		int r = ops->enqueue(run->q, self->id, items + off, B - off);
+		int r;
 
+		/* items[i] has sequence number seq - B + i */
+		ring_stamp(self, seq - B + off, seq - 1);
+		r = ops->enqueue(run->q, self->id, items + off, B - off);
 		if (r < 0) {
 			self->err = r;
 			break;
@@ -199,6 +271,7 @@ static void *ring_consumer_main(void *arg)
 	int64_t *last = self->last;
 	uint64_t *count = self->count, *sum = self->sum;
 	struct bench_backoff bo = {0};
+	int64_t now;
 
 	pthread_barrier_wait(&run->start);
 	self->t_start = bench_now_ns();
@@ -221,6 +294,7 @@ static void *ring_consumer_main(void *arg)
 		}
 		bench_backoff_reset(&bo);
 		self->dequeued += (unsigned)m;
+		now = 0;
 		for (int i = 0; i < m; i++) {
 			uintptr_t v = (uintptr_t)items[i];
 			unsigned pid = ring_item_pid(v);
@@ -233,6 +307,11 @@ static void *ring_consumer_main(void *arg)
 			last[pid] = seq;
 			count[pid]++;
 			sum[pid] += (uint64_t)seq;
+			if (((uint64_t)seq & RING_SAMPLE_MASK) == 0) {
+				if (!now) /* one clock read per dequeue */
+					now = bench_now_ns();
+				ring_sample(self, pid, (uint64_t)seq, now);
+			}
 		}
 	}
 	self->t_end = bench_now_ns();
@@ -312,14 +391,36 @@ static void ring_verify(struct ring_run *run)
 		exit(1);
 }
 
-/* One run of one queue at one point; returns millions of items per second. */
-static double ring_run_once(const struct ring_opts *o,
-			    const struct bench_queue_ops *ops, unsigned P,
-			    unsigned C, unsigned B, unsigned ms)
+/* What one threaded run measured. */
+struct ring_result {
+	double mitems;	       /* millions of items per second */
+	double p50_ns, p99_ns; /* latency of the sampled items; NaN: none */
+};
+
+/* Stamp slots per producer: more than a producer can be ahead of the
+ * slowest reader of its stamps, short of a consumer preempted for laps. */
+static uint64_t ring_nstamps(unsigned capacity, unsigned B)
+{
+	uint64_t need = 4 * (((uint64_t)capacity + 2 * (uint64_t)B) >>
+			     RING_SAMPLE_SHIFT),
+		 n = 1024;
+
+	while (n < need)
+		n *= 2;
+	return n;
+}
+
+/* One run of one queue at one point. */
+static struct ring_result ring_run_once(const struct ring_opts *o,
+					const struct bench_queue_ops *ops,
+					unsigned P, unsigned C, unsigned B,
+					unsigned ms)
 {
 	struct ring_run run = {.ops = ops, .P = P, .C = C, .B = B};
+	struct ring_result res;
+	struct bench_hist *lat = bench_zalloc(sizeof(*lat));
 	unsigned nthreads = 0;
-	uint64_t total = 0;
+	uint64_t total = 0, lost = 0;
 	int64_t t0, t_end = 0;
 
 	atomic_init(&run.stop, 0);
@@ -330,6 +431,9 @@ static double ring_run_once(const struct ring_opts *o,
 	atomic_init(&run.producers_left, P);
 	run.prod = bench_zalloc(sizeof(*run.prod) * P);
 	run.cons = bench_zalloc(sizeof(*run.cons) * C);
+	run.nstamps = ring_nstamps(o->capacity, B);
+	/* before any thread exists: every stamp is later, so >= 0 */
+	run.t_base = bench_now_ns();
 	pthread_barrier_init(&run.start, NULL, P + C + 1);
 
 	/*
@@ -341,6 +445,10 @@ static double ring_run_once(const struct ring_opts *o,
 	for (unsigned i = 0; i < P; i++) {
 		run.prod[i].run = &run;
 		run.prod[i].id = i;
+		/* zeroed: tag 0 matches sample 0 only once it is stamped, and
+		 * sample 0 is stamped before it is enqueued */
+		run.prod[i].stamps =
+			bench_zalloc(sizeof(*run.prod[i].stamps) * run.nstamps);
 		ring_spawn(&run.prod[i].thread, ring_producer_main,
 			   &run.prod[i],
 			   o->a.cpus[nthreads++ % (unsigned)o->a.ncpus]);
@@ -353,6 +461,7 @@ static double ring_run_once(const struct ring_opts *o,
 		c->last = bench_zalloc(sizeof(*c->last) * P);
 		c->count = bench_zalloc(sizeof(*c->count) * P);
 		c->sum = bench_zalloc(sizeof(*c->sum) * P);
+		c->lat = bench_zalloc(sizeof(*c->lat));
 		for (unsigned p = 0; p < P; p++)
 			c->last[p] = -1;
 		ring_spawn(&c->thread, ring_consumer_main, c,
@@ -382,16 +491,31 @@ static double ring_run_once(const struct ring_opts *o,
 	ring_verify(&run);
 
 	for (unsigned c = 0; c < C; c++) {
+		bench_hist_merge(lat, run.cons[c].lat);
+		lost += run.cons[c].lat_lost;
 		free(run.cons[c].last);
 		free(run.cons[c].count);
 		free(run.cons[c].sum);
+		free(run.cons[c].lat);
 	}
+	for (unsigned p = 0; p < P; p++)
+		free(run.prod[p].stamps);
+	if (lost)
+		fprintf(stderr,
+			"bpbench ring: %s %ux%u B=%u: %" PRIu64
+			" latency samples dropped (a consumer fell a lap "
+			"behind their stamps)\n",
+			ops->name, P, C, B, lost);
+	res.p50_ns = bench_hist_pct(lat, 0.50);
+	res.p99_ns = bench_hist_pct(lat, 0.99);
+	free(lat);
 	pthread_barrier_destroy(&run.start);
 	free(run.prod);
 	free(run.cons);
 	ops->destroy(run.q);
 	/* items per microsecond = millions per second */
-	return (double)total * 1e3 / (double)(t_end - t0);
+	res.mitems = (double)total * 1e3 / (double)(t_end - t0);
+	return res;
 }
 
 /* ---- single-thread cost ------------------------------------------------- */
@@ -467,16 +591,23 @@ static double ring_single_once(const struct ring_opts *o,
 
 struct ring_results {
 	int runs, npoints, nbatches, nqueues;
-	double *mitems; /* [run][point][batch][queue], NaN: not run */
-	double *single; /* [run][batch][queue] ns per item */
+	double *mitems;	   /* [run][point][batch][queue], NaN: not run */
+	double *p50, *p99; /* the same cells: latency, ns; NaN: no samples */
+	double *single;	   /* [run][batch][queue] ns per item */
 };
+
+static size_t ring_index(const struct ring_results *r, int run, int pt, int b,
+			 int q)
+{
+	return (size_t)(((run * r->npoints + pt) * r->nbatches + b) *
+				r->nqueues +
+			q);
+}
 
 static double *ring_cell(const struct ring_results *r, int run, int pt, int b,
 			 int q)
 {
-	return &r->mitems[((run * r->npoints + pt) * r->nbatches + b) *
-				  r->nqueues +
-			  q];
+	return &r->mitems[ring_index(r, run, pt, b, q)];
 }
 
 static double *ring_single_cell(const struct ring_results *r, int run, int b,
@@ -498,6 +629,26 @@ static double ring_median(const struct ring_results *r, int pt, int b, int q,
 	if (max)
 		*max = bench_max(v, r->runs);
 	return bench_median(v, r->runs);
+}
+
+/* Median over runs of a latency array (p50 or p99) at one cell. */
+static double ring_lat_median(const struct ring_results *r, const double *a,
+			      int pt, int b, int q)
+{
+	double v[RING_MAX_RUNS];
+
+	for (int run = 0; run < r->runs; run++)
+		v[run] = a[ring_index(r, run, pt, b, q)];
+	return bench_median(v, r->runs);
+}
+
+/* A JSON number, or null for NaN. */
+static void ring_json_num(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.1f", v);
 }
 
 static double ring_single_median(const struct ring_results *r, int b, int q)
@@ -527,12 +678,17 @@ static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 							     C))
 						order[n++] = q;
 				bench_shuffle(order, n, &rng);
-				for (int i = 0; i < n; i++)
-					*ring_cell(res, run, pt, b, order[i]) =
-						ring_run_once(
-							o, o->queues[order[i]],
-							P, C, o->batches[b],
-							o->a.ms);
+				for (int i = 0; i < n; i++) {
+					struct ring_result rr = ring_run_once(
+						o, o->queues[order[i]], P, C,
+						o->batches[b], o->a.ms);
+					size_t k = ring_index(res, run, pt, b,
+							      order[i]);
+
+					res->mitems[k] = rr.mitems;
+					res->p50[k] = rr.p50_ns;
+					res->p99[k] = rr.p99_ns;
+				}
 				fprintf(stderr, " %ux%u/%u", P, C,
 					o->batches[b]);
 			}
@@ -609,11 +765,21 @@ static int ring_find_point(const struct ring_opts *o, unsigned P, unsigned C)
 	return -1;
 }
 
-static int ring_col_width(const struct bench_queue_ops *ops)
+/* One row per point and batch: "PxC", B, then a cell per queue. */
+static void ring_table_cols(struct bench_table *t, const struct ring_opts *o,
+			    int width)
 {
-	int w = (int)strlen(ops->name);
+	bench_table_col(t, "PxC", 5, BENCH_LEFT);
+	bench_table_col(t, "B", 4, BENCH_RIGHT);
+	for (int q = 0; q < o->nqueues; q++)
+		bench_table_col(t, o->queues[q]->name, width, BENCH_RIGHT);
+}
 
-	return (w < 8 ? 8 : w) + 2;
+static void ring_table_row_head(struct bench_table *t,
+				const struct ring_opts *o, int pt, int b)
+{
+	bench_table_fmt(t, "%ux%u", o->points[pt][0], o->points[pt][1]);
+	bench_table_fmt(t, "%u", o->batches[b]);
 }
 
 static void ring_print_table(FILE *f, const void *ctx)
@@ -625,59 +791,48 @@ static void ring_print_table(FILE *f, const void *ctx)
 	int bpq = ring_find_queue(o, &bench_q_batchpipe);
 	double log_sum = 0;
 	int nratio = 0, p11;
+	struct bench_table t;
 
 	bench_cpus_format(o->a.cpus, o->a.ncpus, cpus, sizeof(cpus));
 	fprintf(f,
 		"bpbench ring: capacity %u, %u runs x %u ms per point and "
-		"queue, "
-		"CPUs %s, seed %" PRIu64 "\n",
+		"queue, CPUs %s, seed %" PRIu64 "\n",
 		o->capacity, o->a.runs, o->a.ms, cpus, o->a.seed);
-	fprintf(f,
-		"median throughput, Mitems/s (ratio = batchpipe / best other "
-		"queue)\n\n");
-	fprintf(f, "%-5s %4s", "PxC", "B");
-	for (int q = 0; q < o->nqueues; q++)
-		fprintf(f, "%*s", ring_col_width(o->queues[q]),
-			o->queues[q]->name);
-	if (bpq >= 0)
-		fprintf(f, "  %-10s %6s  %s", "best other", "ratio",
-			"batchpipe min-max");
-	fprintf(f, "\n");
+	fprintf(f, "median throughput, Mitems/s (ratio = batchpipe / best "
+		   "other queue)\n\n");
+	bench_table_init(&t, f);
+	ring_table_cols(&t, o, 8);
+	if (bpq >= 0) {
+		bench_table_col(&t, "best other", 10, BENCH_LEFT);
+		bench_table_col(&t, "ratio", 6, BENCH_RIGHT);
+		bench_table_col(&t, "batchpipe min-max", 0, BENCH_LEFT);
+	}
+	bench_table_head(&t);
 	for (int pt = 0; pt < o->npoints; pt++) {
 		for (int b = 0; b < o->nbatches; b++) {
-			char pc[16];
-
-			snprintf(pc, sizeof(pc), "%ux%u", o->points[pt][0],
-				 o->points[pt][1]);
-			fprintf(f, "%-5s %4u", pc, o->batches[b]);
-			for (int q = 0; q < o->nqueues; q++) {
-				double m = ring_median(r, pt, b, q, NULL, NULL);
-
-				if (isnan(m))
-					fprintf(f, "%*s",
-						ring_col_width(o->queues[q]),
-						"-");
-				else
-					fprintf(f, "%*.2f",
-						ring_col_width(o->queues[q]),
-						m);
-			}
+			ring_table_row_head(&t, o, pt, b);
+			for (int q = 0; q < o->nqueues; q++)
+				bench_table_num(
+					&t,
+					ring_median(r, pt, b, q, NULL, NULL),
+					2);
 			if (bpq >= 0) {
 				int best_q;
 				double ratio = ring_ratio(o, r, pt, b, &best_q),
 				       lo, hi;
 
 				ring_median(r, pt, b, bpq, &lo, &hi);
-				fprintf(f, "  %-10s %6.2f  %.1f-%.1f",
-					best_q >= 0 ? o->queues[best_q]->name
-						    : "-",
-					ratio, lo, hi);
+				bench_table_str(
+					&t, best_q >= 0
+						    ? o->queues[best_q]->name
+						    : "-");
+				bench_table_num(&t, ratio, 2);
+				bench_table_fmt(&t, "%.1f-%.1f", lo, hi);
 				if (!isnan(ratio) && ratio > 0) {
 					log_sum += log(ratio);
 					nratio++;
 				}
 			}
-			fprintf(f, "\n");
 		}
 	}
 	if (nratio)
@@ -708,23 +863,44 @@ static void ring_print_table(FILE *f, const void *ctx)
 		}
 	}
 
+	fprintf(f, "\nlatency, enqueue -> dequeue of every 64th item: median "
+		   "over runs of p50 / p99, us\n(under saturation: time "
+		   "waiting in a full queue)\n\n");
+	bench_table_init(&t, f);
+	ring_table_cols(&t, o, 15);
+	bench_table_head(&t);
+	for (int pt = 0; pt < o->npoints; pt++)
+		for (int b = 0; b < o->nbatches; b++) {
+			ring_table_row_head(&t, o, pt, b);
+			for (int q = 0; q < o->nqueues; q++) {
+				double p50 = ring_lat_median(r, r->p50, pt, b,
+							     q),
+				       p99 = ring_lat_median(r, r->p99, pt, b,
+							     q);
+
+				if (isnan(p50))
+					bench_table_str(&t, "-");
+				else
+					bench_table_fmt(&t, "%.1f / %.1f",
+							p50 / 1e3, p99 / 1e3);
+			}
+		}
+
 	if (!o->single)
 		return;
 	fprintf(f,
 		"\nsingle thread, enqueue B then dequeue B: ns per item "
 		"(median of %u, %u ms each)\n",
 		o->a.runs, o->single_ms);
-	fprintf(f, "%4s", "B");
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 4, BENCH_RIGHT);
 	for (int q = 0; q < o->nqueues; q++)
-		fprintf(f, "%*s", ring_col_width(o->queues[q]),
-			o->queues[q]->name);
-	fprintf(f, "\n");
+		bench_table_col(&t, o->queues[q]->name, 8, BENCH_RIGHT);
+	bench_table_head(&t);
 	for (int b = 0; b < o->nbatches; b++) {
-		fprintf(f, "%4u", o->batches[b]);
+		bench_table_fmt(&t, "%u", o->batches[b]);
 		for (int q = 0; q < o->nqueues; q++)
-			fprintf(f, "%*.2f", ring_col_width(o->queues[q]),
-				ring_single_median(r, b, q));
-		fprintf(f, "\n");
+			bench_table_num(&t, ring_single_median(r, b, q), 2);
 	}
 }
 
@@ -733,20 +909,25 @@ static void ring_print_csv(FILE *f, const void *ctx)
 	const struct ring_report *rep = ctx;
 	const struct ring_opts *o = rep->o;
 	const struct ring_results *r = rep->r;
-	fprintf(f, "queue,P,C,B,run,Mitems_per_s\n");
+	/* p50_ns, p99_ns: enqueue -> dequeue of every 64th item, that run */
+	fprintf(f, "queue,P,C,B,run,Mitems_per_s,p50_ns,p99_ns\n");
 	for (int pt = 0; pt < o->npoints; pt++)
 		for (int b = 0; b < o->nbatches; b++)
 			for (int q = 0; q < o->nqueues; q++)
 				for (int run = 0; run < r->runs; run++) {
-					double v = *ring_cell(r, run, pt, b, q);
+					size_t k = ring_index(r, run, pt, b, q);
 
-					if (!isnan(v))
-						fprintf(f,
-							"%s,%u,%u,%u,%d,%.3f\n",
-							o->queues[q]->name,
-							o->points[pt][0],
-							o->points[pt][1],
-							o->batches[b], run, v);
+					if (isnan(r->mitems[k]))
+						continue;
+					fprintf(f, "%s,%u,%u,%u,%d,%.3f,",
+						o->queues[q]->name,
+						o->points[pt][0],
+						o->points[pt][1], o->batches[b],
+						run, r->mitems[k]);
+					bench_csv_num(f, r->p50[k], 1);
+					fputc(',', f);
+					bench_csv_num(f, r->p99[k], 1);
+					fputc('\n', f);
 				}
 	if (!o->single)
 		return;
@@ -793,7 +974,13 @@ static void ring_print_json(FILE *f, const void *ctx)
 				for (int run = 0; run < r->runs; run++)
 					fprintf(f, "%s%.3f", run ? "," : "",
 						*ring_cell(r, run, pt, b, q));
-				fprintf(f, "]}");
+				fprintf(f, "],\"median_p50_ns\":");
+				ring_json_num(f, ring_lat_median(r, r->p50, pt,
+								 b, q));
+				fprintf(f, ",\"median_p99_ns\":");
+				ring_json_num(f, ring_lat_median(r, r->p99, pt,
+								 b, q));
+				fputc('}', f);
 				sep = ",";
 			}
 	fprintf(f, "],\n\"ratios\":[");
@@ -1011,9 +1198,11 @@ int bench_ring_main(int argc, char **argv)
 		(size_t)o.nqueues;
 	nsingle = (size_t)o.a.runs * (size_t)o.nbatches * (size_t)o.nqueues;
 	res.mitems = bench_zalloc(sizeof(double) * ncell);
+	res.p50 = bench_zalloc(sizeof(double) * ncell);
+	res.p99 = bench_zalloc(sizeof(double) * ncell);
 	res.single = bench_zalloc(sizeof(double) * nsingle);
 	for (size_t i = 0; i < ncell; i++)
-		res.mitems[i] = NAN;
+		res.mitems[i] = res.p50[i] = res.p99[i] = NAN;
 	for (size_t i = 0; i < nsingle; i++)
 		res.single[i] = NAN;
 
@@ -1027,6 +1216,8 @@ int bench_ring_main(int argc, char **argv)
 	rc = bench_emit(&o.a, ring_print_csv, ring_print_table, ring_print_json,
 			&rep);
 	free(res.mitems);
+	free(res.p50);
+	free(res.p99);
 	free(res.single);
 	return rc;
 }

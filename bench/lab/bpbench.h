@@ -5,7 +5,8 @@
  *
  *   clock.h    the clock and sleeping
  *   cpus.h     CPU lists and pinning
- *   stats.h    medians, min, max, quantiles
+ *   stats.h    medians, min, max, percentiles of samples
+ *   hist.h     log-linear latency histograms
  *   lists.h    numbers and lists from the command line
  *   rand.h     the seeded generator, shuffles and run orders
  *   errors.h   dying on broken invariants, allocation, exit statuses
@@ -30,6 +31,7 @@
 #include "cpus.h"
 #include "csv.h"
 #include "errors.h"
+#include "hist.h"
 #include "lists.h"
 #include "opts.h"
 #include "rand.h"
