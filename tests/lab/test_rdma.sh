@@ -1,0 +1,109 @@
+#!/bin/sh
+# bpbench rdma and rdma-fill with tiny parameters over loopback: the CSV
+# keeps its columns, every row has its header's field count, --out writes
+# the same CSV next to the table, and bad usage exits 2. Skips (77) where
+# bpbench was built without the RDMA stage.
+set -u
+: "${BPBENCH:?BPBENCH must name the bpbench binary}"
+export FI_TCP_IFACE=lo
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail() {
+	echo "test_rdma: FAIL: $*" >&2
+	exit 1
+}
+if ! "$BPBENCH" --help | grep -q '^  rdma '; then
+	echo "test_rdma: SKIP: bpbench has no rdma subcommand (built with" \
+		"-Drdma=disabled)"
+	exit 77
+fi
+
+# check_csv FILE HEADER...: the headers appear in this order, each starting
+# a block; every other non-empty line has its block's field count; no nan.
+# Prints the number of rows of each block, one per line.
+check_csv() {
+	file=$1
+	shift
+	printf '%s\n' "$@" >"$tmp/headers"
+	awk -v hdrs="$tmp/headers" '
+	BEGIN { while ((getline l < hdrs) > 0) want[++nw] = l }
+	/^$/ { next }
+	seen < nw && $0 == want[seen + 1] {
+		seen++; nf = split($0, h, ","); rows[seen] = 0; next
+	}
+	seen == 0 { print "line " NR " before any header: " $0; bad = 1; next }
+	{
+		n = split($0, f, ",")
+		if (n != nf) {
+			print "line " NR ": " n " fields, its header " nf ": " $0
+			bad = 1
+		}
+		if ($0 ~ /(^|,)-?(nan|inf)(,|$)/) { print "line " NR ": " $0; bad = 1 }
+		rows[seen]++
+	}
+	END {
+		if (seen != nw) { print "missing header: " want[seen + 1]; bad = 1 }
+		for (i = 1; i <= nw; i++) print rows[i] + 0 > "/dev/stdout"
+		exit bad
+	}' "$file"
+}
+
+pts_hdr='provider,mode,size,post_batch,reap_batch,depth,workers,rails,run,GBps,Mops,cpu_ns_per_op'
+lat_hdr='provider,mode,wait,avg_us,p50_us,p90_us,p99_us,p999_us,ops_per_s,client_cpu_pct,target_cpu_pct'
+fill_hdr='run,seed,provider,rails,bytes,page,fill_Gbps,fill_Mpages_per_s,raw_Gbps,raw_Mops_per_s,verified_bytes'
+args='--providers shm --sizes 4K --runs 1 --ms 20 --lat-ms 20 --idle-ms 20'
+
+"$BPBENCH" rdma $args --csv --out "$tmp/o1" >"$tmp/r.csv" 2>"$tmp/err" ||
+	fail "rdma --csv exited $?: $(tail -3 "$tmp/err")"
+if grep -q 'skipped, the provider does not open' "$tmp/err"; then
+	echo "test_rdma: SKIP: libfabric's shm provider does not open here"
+	exit 77
+fi
+grep -q 'every run verified' "$tmp/err" || fail "no verification line"
+counts=$(check_csv "$tmp/r.csv" "$pts_hdr" "$lat_hdr") || fail "bad CSV: $counts"
+set -- $counts
+# one point, pipeline and raw; at least one latency row
+[ "$1" = 2 ] || fail "expected 2 point rows, got $1"
+[ "$2" -ge 1 ] || fail "no latency rows"
+[ -s "$tmp/o1/rdma.csv" ] || fail "--out wrote no rdma.csv"
+cmp -s "$tmp/r.csv" "$tmp/o1/rdma.csv" ||
+	fail "--out file differs from the --csv output"
+
+"$BPBENCH" rdma $args --no-latency --out "$tmp/o2" --name pts \
+	>"$tmp/table" 2>"$tmp/err" || fail "rdma --out exited $?"
+[ -s "$tmp/table" ] && ! grep -q "^$pts_hdr\$" "$tmp/table" ||
+	fail "no table on stdout"
+counts=$(check_csv "$tmp/o2/pts.csv" "$pts_hdr") || fail "bad pts.csv: $counts"
+[ "$counts" = 2 ] || fail "expected 2 rows in pts.csv, got $counts"
+
+# rdma-fill: bp-target fills 1 MiB in 64 KiB pages, two runs, each verified
+"$BPBENCH" rdma-fill --bytes 1M --page 64K --runs 2 --csv \
+	--out "$tmp/o3" >"$tmp/f.csv" 2>"$tmp/err" ||
+	fail "rdma-fill --csv exited $?: $(tail -3 "$tmp/err")"
+counts=$(check_csv "$tmp/f.csv" "$fill_hdr") || fail "bad fill CSV: $counts"
+[ "$counts" = 2 ] || fail "expected 2 fill rows, got $counts"
+awk -F, 'NR > 1 && ($11 != 1048576 || $7 == "" || $9 == "") {
+	print "bad row: " $0; bad = 1 } END { exit bad }' "$tmp/f.csv" ||
+	fail "fill rows"
+cmp -s "$tmp/f.csv" "$tmp/o3/rdma-fill.csv" ||
+	fail "--out file differs from the --csv output"
+
+for cmd in rdma rdma-fill; do
+	for bad in "--bogus" "--runs 0" "--runs" "stray"; do
+		"$BPBENCH" $cmd $bad >/dev/null 2>"$tmp/err"
+		rc=$?
+		[ $rc -eq 2 ] || fail "$cmd $bad exited $rc, not 2"
+		[ -s "$tmp/err" ] || fail "$cmd $bad said nothing on stderr"
+	done
+	"$BPBENCH" $cmd --help >"$tmp/help" || fail "$cmd --help exited $?"
+	for opt in --runs --csv --out --name --help; do
+		grep -q -- "^  $opt\b" "$tmp/help" ||
+			fail "$cmd --help does not list $opt"
+	done
+done
+for bad in "--sizes 7" "--latency --no-latency" "--waits nosuch"; do
+	"$BPBENCH" rdma $bad >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "rdma $bad exited $rc, not 2"
+done
+echo "test_rdma: ok"
