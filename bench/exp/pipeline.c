@@ -66,9 +66,7 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 			"bpbench pipeline: throughput run %d/%d: %d "
 			"points ",
 			run + 1, r->runs, r->npoints);
-		for (int i = 0; i < r->npoints; i++)
-			order[i] = i;
-		bench_shuffle(order, r->npoints, &rng);
+		bench_order(order, r->npoints, &rng);
 		for (int k = 0; k < r->npoints; k++) {
 			int i = order[k];
 			const struct pb_point *p = &r->pt[i];

@@ -704,9 +704,7 @@ static void ring_sweep(const struct ring_opts *o, struct ring_results *res)
 		for (int b = 0; b < o->nbatches; b++) {
 			int order[RING_MAX_QUEUES];
 
-			for (int q = 0; q < o->nqueues; q++)
-				order[q] = q;
-			bench_shuffle(order, o->nqueues, &rng);
+			bench_order(order, o->nqueues, &rng);
 			for (int i = 0; i < o->nqueues; i++)
 				*ring_single_cell(res, run, b, order[i]) =
 					ring_single_once(o, o->queues[order[i]],
