@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma_harness.h - what the experiments of `bpbench rdma` share: the
+ * target of a run and its verification (rdma_bench_target.c), the
+ * pipeline variant (rdma_variant_pipe.c) and the raw libfabric variant
+ * (rdma_variant_raw.c), the points and the latency results; exp/rdma.c
+ * (the subcommand), exp/rdma_latency.c and exp/rdma_report.c use them.
+ * The design of the experiment is described at the top of exp/rdma.c.
+ */
+#ifndef BPBENCH_RDMA_HARNESS_H
+#define BPBENCH_RDMA_HARNESS_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <batchpipe/error.h>
+#include <batchpipe/pipeline.h>
+#include <batchpipe/rdma.h>
+#include <batchpipe/ring.h>
+
+#include "bpbench.h"
+#include "rdma_raw.h"
+#include "rdma_target.h"
+
+#define BENCH_CMD	 "bpbench rdma"
+#define RB_MAX_PROV	 4
+#define RB_MAX_LIST	 8
+#define RB_MAX_RUNS	 100
+#define RB_MAX_POINTS	 1024
+#define RB_MAX_TIDS	 512
+#define RB_MAX_PRODUCERS 16
+#define RB_MAX_SLOTS	 1024
+#define RB_DEF_SLOTS	 16
+#define RB_SINK_CHUNK	 256
+#define RB_FREE_WAIT_NS	 1000000 /* a producer re-checks stop this often */
+#define RB_LOST_NS	 INT64_C(10000000000) /* a run not done by then: fatal */
+#define RB_LAND_NS	 INT64_C(3000000000)  /* writes must land by then */
+#define RB_POOL_BYTES	 (256u << 20)	      /* most pipeline buffer bytes */
+#define RB_MAX_SAMPLES	 (1u << 21)
+#define RB_LAT_SIZE	 4096
+#define RB_PACE_NS	 10000000 /* 100 ops/s */
+
+enum { RB_PIPE = 0, RB_RAW = 1, RB_NVAR = 2 };
+
+/* the base point: a dimension not given on the command line */
+#define RB_BASE_POST  16
+#define RB_BASE_REAP  16
+#define RB_BASE_DEPTH 16
+
+struct rb_opts {
+	const char *prov[RB_MAX_PROV];
+	int nprov;
+	char prov_buf[256];
+	unsigned sizes[RB_MAX_LIST], post[RB_MAX_LIST], reap[RB_MAX_LIST];
+	unsigned depth[RB_MAX_LIST], workers[RB_MAX_LIST], rails[RB_MAX_LIST];
+	int nsizes, npost, nreap, ndepth, nworkers, nrails;
+	int grid;	     /* a list was given: the cross product */
+	struct bench_args a; /* runs, ms, output */
+	unsigned producers, region_mib, lat_ms, idle_ms, max_slots;
+	const char *node;
+	int latency_only, no_latency;
+	int lat_set, idle_set; /* given: --quick leaves them */
+	int target_mode;       /* 0 auto, 1 daemon, 2 in-process */
+};
+
+struct rb_target {
+	char provider[64];
+	const char *node;
+	unsigned rails;
+	uint64_t len;
+	bool daemon;
+	/* in-process */
+	struct bp_rdma_node *n;
+	struct bp_rdma_region *reg;
+	uint8_t *mem;
+	pid_t tids[RB_MAX_TIDS];
+	int ntids;
+	/* daemon */
+	struct rt_daemon d;
+	struct bp_rdma_conn *conn;
+	struct bp_rdma_peer_desc desc;
+};
+
+struct rb_check {
+	unsigned run, nlanes, slots;
+	const uint64_t *ops; /* [nlanes] ops written by each lane */
+	size_t size;
+	uint64_t outstanding; /* most writes of the variant in flight at once */
+};
+
+struct rb_point {
+	int prov;
+	unsigned size, post, reap, depth, workers, rails;
+	bool skipped;
+	char note[300];
+	/* [variant][run] */
+	double gbps[RB_NVAR][RB_MAX_RUNS], mops[RB_NVAR][RB_MAX_RUNS];
+	double cpu[RB_NVAR][RB_MAX_RUNS];
+};
+
+struct rb_result {
+	double gbps, mops, cpu_ns; /* per op */
+};
+
+struct rb_pjob {
+	struct bp_rdma_job rj; /* first: the sink's bp_job is &rj.hdr */
+	int64_t t0;	       /* latency runs: the clock before bp_submit */
+	unsigned lane;
+} __attribute__((aligned(BENCH_CACHELINE)));
+
+struct rb_pipe;
+
+struct rb_prod {
+	struct rb_pipe *pp;
+	unsigned lane;
+	struct rb_pjob *jobs;
+	unsigned njobs;
+	uint8_t *bufs;
+	struct bp_ring *free; /* SP: the sink; SC: this producer */
+	struct bp_job **batch;
+	pthread_t th;
+	uint64_t next_i; /* ops submitted this run */
+	int64_t t_start, cpu_ns;
+} __attribute__((aligned(BENCH_CACHELINE)));
+
+enum rb_sink_mode { RB_SINK_LOOP, RB_SINK_LAT, RB_SINK_PACED };
+
+struct rb_pipe {
+	struct bp_rdma *r;
+	struct bp_pipeline *p;
+	size_t size;
+	unsigned P, B, slots, run;
+	int peer;
+	struct rb_prod *prod;
+	pid_t tids[RB_MAX_TIDS]; /* the pipeline's workers and sink */
+	int ntids;
+	enum rb_sink_mode mode;
+	atomic_int stop;
+	/* the sink's, read by the main thread after done says so */
+	_Alignas(BENCH_CACHELINE) _Atomic uint64_t done;
+	int64_t last_ns;
+	uint64_t bad;
+	int bad_status;
+	struct bp_job **ret; /* [P][RB_SINK_CHUNK] */
+	unsigned *nret;	     /* [P] */
+	/* latency and paced runs */
+	int64_t *samples;
+	unsigned max_samples, nsamples;
+	uint64_t lat_next_i;
+	int lat_err;
+	atomic_int lat_end;  /* the sink stopped resubmitting */
+	atomic_int job_free; /* paced: the job is back */
+};
+
+struct rb_pipe_cfg {
+	unsigned workers, rails, depth, post, reap, P, njobs;
+	size_t size;
+	unsigned slots;
+	enum bp_rdma_cq_wait cq_wait;
+	bool busy_threads; /* workers and sink busy-poll too */
+	enum rb_sink_mode mode;
+};
+
+struct rb_raw {
+	struct rr_lane *lanes;
+	unsigned W;
+	atomic_int stop;
+};
+
+struct rb_results {
+	struct rb_point *pt;
+	int npoints;
+	int runs;
+};
+
+#define RB_NLAT 5
+
+enum { RB_L_PBUSY, RB_L_PSPIN, RB_L_PEVENT, RB_L_RBUSY, RB_L_REVENT };
+
+struct rb_lat {
+	bool na; /* the provider has no wait fd */
+	char note[300];
+	double avg, p50, p90, p99, p999; /* us */
+	double ops_s, client_cpu, target_cpu;
+};
+
+#define RB_NIDLE 3 /* the stage's cq_wait modes */
+
+struct rb_idle {
+	bool na;
+	double idle_cpu, paced_cpu; /* % of one core */
+};
+
+struct rb_prov_lat {
+	bool done;
+	struct rb_lat lat[RB_NLAT];
+	struct rb_idle idle[RB_NIDLE];
+};
+
+/* What the printers get (bench_emit's ctx). */
+struct rb_report {
+	const struct rb_opts *o;
+	const struct rb_results *r;
+	const struct rb_prov_lat *pl;
+	const char *const *tdesc; /* per provider: what the target was */
+};
+
+/* ---- the target and its check (rdma/rdma_bench_target.c) ----------------- */
+
+void rb_log(void *ctx, enum bp_log_level level, const char *msg);
+extern int rb_target_wait;
+extern int rb_raw_same_src;
+void rb_target_close(struct rb_target *t);
+int rb_target_open(struct rb_target *t, const char *provider, const char *node,
+		   unsigned rails, uint64_t len, int mode);
+int64_t rb_target_cpu_ns(const struct rb_target *t);
+void rb_target_desc(const struct rb_target *t, unsigned rails,
+		    struct bp_rdma_peer_desc *d);
+extern uint64_t rb_words_checked;
+void rb_verify_target(struct rb_target *t, const struct rb_check *c,
+		      const char *what);
+unsigned rb_next_run(void);
+int64_t rb_thread_cpu_ns(void);
+void rb_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* ---- the pipeline variant (rdma/rdma_variant_pipe.c) --------------------- */
+
+extern int rb_thread_wait;
+extern int rb_verbose;
+void rb_pipe_close(struct rb_pipe *pp);
+int rb_pipe_open(struct rb_pipe *pp, struct rb_target *t,
+		 const struct rb_pipe_cfg *c);
+void rb_pipe_wait_done(struct rb_pipe *pp, uint64_t total, const char *what);
+void rb_pipe_check_stats(struct rb_pipe *pp, const struct bp_pipeline_stats *s0,
+			 uint64_t total, const char *what);
+struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
+			     unsigned ms, uint64_t outstanding,
+			     const char *what);
+
+/* ---- the raw variant (rdma/rdma_variant_raw.c) --------------------------- */
+
+void rb_raw_close(struct rb_raw *rw);
+int rb_raw_open(struct rb_raw *rw, struct rb_target *t,
+		const struct rb_pipe_cfg *c, bool wait_fd, char *why,
+		size_t len);
+struct rb_result rb_raw_run(struct rb_raw *rw, struct rb_target *t, unsigned ms,
+			    uint64_t outstanding, const char *what);
+
+/* ---- the points, latency and output (exp/rdma*.c) ------------------------ */
+
+extern const char *const rb_var_name[RB_NVAR];
+unsigned rb_pool_jobs(const struct rb_point *p, unsigned P);
+extern const char *const rb_lat_name[RB_NLAT];
+extern const char *const rb_lat_csv[RB_NLAT];
+extern const char *const rb_lat_wait[RB_NLAT];
+extern const char *const rb_wait_name[RB_NIDLE];
+void rb_latency(const struct rb_opts *o, struct rb_target *t,
+		struct rb_prov_lat *pl);
+void rb_csv(FILE *f, const void *ctx);
+void rb_table(FILE *f, const void *ctx);
+
+#endif /* BPBENCH_RDMA_HARNESS_H */
