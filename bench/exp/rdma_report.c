@@ -111,15 +111,17 @@ static void rb_print_csv(FILE *f, const struct rb_opts *o,
 		if (p->skipped)
 			continue;
 		for (int run = 0; run < r->runs; run++)
-			for (int v = 0; v < RB_NVAR; v++)
+			for (int v = 0; v < RB_NVAR; v++) {
 				fprintf(f,
-					"%s,%s,%u,%u,%u,%u,%u,%u,%d,%.4f,%.4f,"
-					"%.1f\n",
+					"%s,%s,%u,%u,%u,%u,%u,%u,%d,%.4f,%.4f,",
 					o->prov[p->prov], rb_var_name[v],
 					p->size, p->post, p->reap, p->depth,
 					p->workers, p->rails, run,
-					p->gbps[v][run], p->mops[v][run],
-					p->cpu[v][run]);
+					p->gbps[v][run], p->mops[v][run]);
+				/* empty when the run completed no op */
+				bench_csv_num(f, p->cpu[v][run], 1);
+				fputc('\n', f);
+			}
 	}
 }
 
