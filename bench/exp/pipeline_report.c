@@ -75,6 +75,7 @@ void pb_print_table(FILE *f, const void *ctx)
 	const struct pb_opts *o = rep->o;
 	const struct pb_results *r = rep->r;
 	const char *load0 = rep->load0, *load1 = rep->load1;
+	struct bench_table t;
 	char cpus[256];
 	int ordered_any = 0;
 
@@ -103,8 +104,13 @@ void pb_print_table(FILE *f, const void *ctx)
 		"\nOrdered vs unordered, %u producers, %u workers, wait %s "
 		"(cost = 1 - median of per-run ordered/unordered)\n",
 		o->producers, PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
-	fprintf(f, "%5s %12s %12s %8s %14s\n", "B", "unordered", "ordered",
-		"cost", "ordered p99us");
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 5, BENCH_RIGHT);
+	bench_table_col(&t, "unordered", 11, BENCH_RIGHT);
+	bench_table_col(&t, "ordered", 11, BENCH_RIGHT);
+	bench_table_col(&t, "cost %", 7, BENCH_RIGHT);
+	bench_table_col(&t, "ordered p99us", 0, BENCH_RIGHT);
+	bench_table_head(&t);
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 		int u;
@@ -113,11 +119,11 @@ void pb_print_table(FILE *f, const void *ctx)
 			continue;
 		u = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
 		ordered_any = 1;
-		fprintf(f, "%5u %12.2f %12.2f %7.1f%% %14.1f\n", p->B,
-			pb_med_pt(r, r->mj, u, NULL, NULL),
-			pb_med_pt(r, r->mj, i, NULL, NULL),
-			100.0 * (1.0 - pb_med_ratio(r, i, u)),
-			pb_med_pt(r, r->p99, i, NULL, NULL));
+		bench_table_fmt(&t, "%u", p->B);
+		bench_table_num(&t, pb_med_pt(r, r->mj, u, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_pt(r, r->mj, i, NULL, NULL), 2);
+		bench_table_num(&t, 100.0 * (1.0 - pb_med_ratio(r, i, u)), 1);
+		bench_table_num(&t, pb_med_pt(r, r->p99, i, NULL, NULL), 1);
 	}
 	if (!ordered_any)
 		fprintf(f, "  (none)\n");
@@ -132,8 +138,14 @@ void pb_print_table(FILE *f, const void *ctx)
 		   "thread "
 		   "takes B jobs from\nits pool, stamps them, runs the stage's "
 		   "work and the sink's checks, no pipeline\n");
-	fprintf(f, "%5s %14s %14s %8s %14s %10s\n", "B", "ring Mitems/s",
-		"pipe Mjobs/s", "ratio", "alone Mjobs/s", "pipe/alone");
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 5, BENCH_RIGHT);
+	bench_table_col(&t, "ring Mitems/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "pipe Mjobs/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "ratio", 7, BENCH_RIGHT);
+	bench_table_col(&t, "alone Mjobs/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "pipe/alone", 0, BENCH_RIGHT);
+	bench_table_head(&t);
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 		int pp, al;
@@ -142,12 +154,12 @@ void pb_print_table(FILE *f, const void *ctx)
 			continue;
 		pp = pb_find(r, PB_PIPE, PB_HEAD_W, p->B, PB_HEAD_WAIT, false);
 		al = pb_find(r, PB_ALONE, 1, p->B, 0, false);
-		fprintf(f, "%5u %14.2f %14.2f %8.3f %14.2f %10.3f\n", p->B,
-			pb_med_pt(r, r->mj, i, NULL, NULL),
-			pb_med_pt(r, r->mj, pp, NULL, NULL),
-			pb_med_ratio(r, pp, i),
-			pb_med_pt(r, r->mj, al, NULL, NULL),
-			pb_med_ratio(r, pp, al));
+		bench_table_fmt(&t, "%u", p->B);
+		bench_table_num(&t, pb_med_pt(r, r->mj, i, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_pt(r, r->mj, pp, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_ratio(r, pp, i), 3);
+		bench_table_num(&t, pb_med_pt(r, r->mj, al, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_ratio(r, pp, al), 3);
 	}
 
 	if (o->work_ns && !o->sweep_only) {
@@ -158,17 +170,25 @@ void pb_print_table(FILE *f, const void *ctx)
 			"1000\n",
 			o->work_ns, r->iters, r->iters_per_ns, PB_HEAD_B,
 			pb_waits[PB_HEAD_WAIT].name);
-		fprintf(f, "%4s %10s %12s %10s %10s\n", "W", "Mjobs/s",
-			"cores busy", "p50 us", "p99 us");
+		bench_table_init(&t, f);
+		bench_table_col(&t, "W", 4, BENCH_RIGHT);
+		bench_table_col(&t, "Mjobs/s", 9, BENCH_RIGHT);
+		bench_table_col(&t, "cores busy", 0, BENCH_RIGHT);
+		bench_table_col(&t, "p50 us", 9, BENCH_RIGHT);
+		bench_table_col(&t, "p99 us", 9, BENCH_RIGHT);
+		bench_table_head(&t);
 		for (int wk = 0; wk < o->nworkers; wk++) {
 			int i = pb_find(r, PB_WORK, o->workers[wk], PB_HEAD_B,
 					PB_HEAD_WAIT, false);
 			double m = pb_med_pt(r, r->mj, i, NULL, NULL);
 
-			fprintf(f, "%4u %10.3f %12.2f %10.1f %10.1f\n",
-				o->workers[wk], m, m * o->work_ns / 1e3,
-				pb_med_pt(r, r->p50, i, NULL, NULL),
-				pb_med_pt(r, r->p99, i, NULL, NULL));
+			bench_table_fmt(&t, "%u", o->workers[wk]);
+			bench_table_num(&t, m, 3);
+			bench_table_num(&t, m * o->work_ns / 1e3, 2);
+			bench_table_num(&t, pb_med_pt(r, r->p50, i, NULL, NULL),
+					1);
+			bench_table_num(&t, pb_med_pt(r, r->p99, i, NULL, NULL),
+					1);
 		}
 	}
 
