@@ -49,7 +49,7 @@
 /* latency: every 2^RING_SAMPLE_SHIFT-th sequence number is stamped */
 #define RING_SAMPLE_SHIFT 6
 #define RING_SAMPLE_MASK  ((UINT64_C(1) << RING_SAMPLE_SHIFT) - 1)
-/* a stamp: ns since the run's base << 16 | the sample's index, 16 bits */
+/* a stamp: ns since the run's base << 16 | the lap of its slot, 16 bits */
 #define RING_TAG_BITS 16
 #define RING_TAG_MASK ((UINT64_C(1) << RING_TAG_BITS) - 1)
 
@@ -106,8 +106,9 @@ struct ring_producer {
 	 * [nstamps] enqueue times of the sampled items, a slot per sample
 	 * index modulo nstamps. Written before the item is enqueued, so the
 	 * queue's own ordering of the item publishes it to its consumer;
-	 * atomic only because a consumer preempted for a whole lap may read
-	 * a slot while it is rewritten: the tag tells it.
+	 * atomic only because a consumer preempted for a whole lap of the
+	 * slots may read one while it is rewritten for a later sample: the
+	 * lap in its tag tells it.
 	 */
 	_Atomic uint64_t *stamps;
 } __attribute__((aligned(BENCH_CACHELINE)));
@@ -138,8 +139,9 @@ struct ring_run {
 	atomic_uint producers_left;
 	struct ring_producer *prod;
 	struct ring_consumer *cons;
-	int64_t t_base;	  /* stamps count from here */
-	uint64_t nstamps; /* slots per producer, a power of two */
+	int64_t t_base;	    /* stamps count from here */
+	uint64_t nstamps;   /* slots per producer, a power of two */
+	unsigned lap_shift; /* log2(nstamps): sample index >> it = its lap */
 };
 
 /*
@@ -160,9 +162,11 @@ static inline void ring_stamp(struct ring_producer *self, uint64_t lo,
 		uint64_t k = s >> RING_SAMPLE_SHIFT;
 
 		/* relaxed: the enqueue of the item publishes it */
-		atomic_store_explicit(&self->stamps[k & mask],
-				      t << RING_TAG_BITS | (k & RING_TAG_MASK),
-				      memory_order_relaxed);
+		atomic_store_explicit(
+			&self->stamps[k & mask],
+			t << RING_TAG_BITS |
+				((k >> self->run->lap_shift) & RING_TAG_MASK),
+			memory_order_relaxed);
 	}
 }
 
@@ -177,7 +181,7 @@ static inline void ring_sample(struct ring_consumer *self, unsigned pid,
 		&run->prod[pid].stamps[k & (run->nstamps - 1)],
 		memory_order_relaxed);
 
-	if ((v & RING_TAG_MASK) != (k & RING_TAG_MASK)) {
+	if ((v & RING_TAG_MASK) != ((k >> run->lap_shift) & RING_TAG_MASK)) {
 		self->lat_lost++;
 		return;
 	}
@@ -432,6 +436,7 @@ static struct ring_result ring_run_once(const struct ring_opts *o,
 	run.prod = bench_zalloc(sizeof(*run.prod) * P);
 	run.cons = bench_zalloc(sizeof(*run.cons) * C);
 	run.nstamps = ring_nstamps(o->capacity, B);
+	run.lap_shift = (unsigned)__builtin_ctzll(run.nstamps);
 	/* before any thread exists: every stamp is later, so >= 0 */
 	run.t_base = bench_now_ns();
 	pthread_barrier_init(&run.start, NULL, P + C + 1);
@@ -445,8 +450,8 @@ static struct ring_result ring_run_once(const struct ring_opts *o,
 	for (unsigned i = 0; i < P; i++) {
 		run.prod[i].run = &run;
 		run.prod[i].id = i;
-		/* zeroed: tag 0 matches sample 0 only once it is stamped, and
-		 * sample 0 is stamped before it is enqueued */
+		/* no consumer reads a slot before its sample was stamped: the
+		 * stamp precedes the item's enqueue */
 		run.prod[i].stamps =
 			bench_zalloc(sizeof(*run.prod[i].stamps) * run.nstamps);
 		ring_spawn(&run.prod[i].thread, ring_producer_main,
