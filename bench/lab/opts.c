@@ -160,8 +160,8 @@ int bench_usage_error(const struct bench_args *a, const char *fmt, ...)
 }
 
 /* An unknown option, or one missing its value: say which, like getopt. */
-static void bench_bad_option(const struct bench_args *a, int optopt_,
-			     const char *word)
+static void bench_opts_bad_option(const struct bench_args *a, int optopt_,
+				  const char *word)
 {
 	int i = optopt_ - BENCH_OPT_VAL0;
 
@@ -202,7 +202,7 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 			return 0;
 		}
 		if (opt < BENCH_OPT_VAL0) {
-			bench_bad_option(a, optopt, argv[optind - 1]);
+			bench_opts_bad_option(a, optopt, argv[optind - 1]);
 			goto usage;
 		}
 		o = &opts[opt - BENCH_OPT_VAL0];
@@ -236,4 +236,35 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 usage:
 	bench_opts_usage(a->cmd, stderr);
 	return BENCH_EXIT_USAGE;
+}
+
+/*
+ * For a subcommand that still runs its own getopt_long loop: the same
+ * messages as the table-driven parser gives.
+ */
+void bench_bad_option(const char *cmd, const struct option *longopts,
+		      int optopt_, const char *word)
+{
+	const char *name = NULL;
+
+	if (!optopt_) {
+		fprintf(stderr, "%s: bad option '%s'\n", cmd, word);
+		return;
+	}
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == optopt_)
+			name = lo->name;
+	if (name)
+		fprintf(stderr, "%s: --%s needs a value\n", cmd, name);
+	else
+		fprintf(stderr, "%s: bad option '-%c'\n", cmd, optopt_);
+}
+
+void bench_bad_value(const char *cmd, const struct option *longopts, int opt,
+		     const char *value)
+{
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == opt)
+			fprintf(stderr, "%s: bad value '%s' for --%s\n", cmd,
+				value, lo->name);
 }
