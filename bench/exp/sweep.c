@@ -57,7 +57,7 @@ struct sw_preset {
 	const char *p99[2];		 /* p99 columns, the first found wins */
 	const char *rows;		 /* COL=VALUE row filter, or NULL */
 	const char *quick_ms;		 /* the child's own quick --ms */
-	const char *p99_note;		 /* what the p99 is, for the table */
+	const char *p99_note;		 /* what p99 is or why none; NULL */
 	int rdma;			 /* depth and provider are chosen */
 };
 
@@ -70,7 +70,7 @@ static const struct sw_preset sw_presets[] = {
 	 {"p99_ns", "p99_us"},
 	 NULL,
 	 "20",
-	 "p99: the ring's own p99 column, if its CSV has one",
+	 NULL,
 	 0},
 	{"pipeline",
 	 "batches",
@@ -80,8 +80,9 @@ static const struct sw_preset sw_presets[] = {
 	 {"p99_us"},
 	 NULL,
 	 "20",
-	 "p99: bp_pipeline_stats of each run, submit -> sink (histogram "
-	 "bucket upper bounds, within 25 %)",
+	 "p99: bp_pipeline_stats of each run, submit -> sink at full load, "
+	 "so mostly\n     queueing in the bounded rings (histogram bucket "
+	 "upper bounds, within 25 %)",
 	 0},
 #if BP_HAVE_RDMA
 	{"rdma",
@@ -92,8 +93,8 @@ static const struct sw_preset sw_presets[] = {
 	 {NULL},
 	 "mode=pipeline",
 	 "100",
-	 "p99: not measured per batch size (bpbench rdma --latency is 4 KiB at "
-	 "depth 1, one op at a time), so missing",
+	 "p99: missing, bpbench rdma does not measure it per batch size (its "
+	 "--latency\n     is 4 KiB at depth 1, one op at a time)",
 	 1},
 #endif
 };
@@ -151,6 +152,16 @@ static double *sw_cell(double *a, const struct sw_results *r, int run, int p2,
 }
 
 /* ---- the child ---------------------------------------------------------- */
+
+/* A progress line is open on stderr: end it before any message. */
+static int sw_progress_open;
+
+static void sw_end_progress(void)
+{
+	if (sw_progress_open)
+		fprintf(stderr, "\n");
+	sw_progress_open = 0;
+}
 
 /*
  * Run `/proc/self/exe args...`; its stdout into *out (NUL-terminated, to
@@ -455,6 +466,8 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 	args[n++] = "--csv";
 	args[n] = NULL;
 	st = sw_spawn(args, &out, errf);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		sw_end_progress();
 	if (st == -1) {
 		fprintf(stderr, "%s: cannot run a child: %s\n", BENCH_CMD,
 			strerror(errno));
@@ -477,6 +490,7 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 		if (rc == -2 && quiet_empty) {
 			rc = 1;
 		} else if (rc) {
+			sw_end_progress();
 			if (rc == -2)
 				fprintf(stderr,
 					"%s: the child's CSV has no data "
@@ -488,7 +502,9 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 			rc = -1;
 			fprintf(stderr, "%s: from: ", BENCH_CMD);
 			sw_print_cmd(stderr, args);
-			fprintf(stderr, "---- the child's stdout ----\n%s",
+			fprintf(stderr,
+				"---- the child's stdout (up to 4 KiB) ----\n"
+				"%.4096s\n",
 				out);
 		}
 	}
@@ -540,23 +556,27 @@ static int sw_sweep(const struct sw_opts *o, struct sw_results *r)
 			order[i] = i;
 		bench_shuffle(order, npts, &rng);
 		fprintf(stderr, "%s: run %d/%d:", BENCH_CMD, run + 1, r->runs);
+		sw_progress_open = 1;
 		for (int i = 0; i < npts; i++) {
 			int b = order[i] % r->nb, p2 = order[i] / r->nb;
 
-			fprintf(stderr, " %u%s%s", o->b[b], o->np2 ? "/" : "",
-				o->np2 ? o->p2[p2] : "");
+			fprintf(stderr, " %s=%u%s%s%s%s",
+				o->preset ? "B" : o->param, o->b[b],
+				o->np2 ? "/" : "", o->np2 ? o->p2name : "",
+				o->np2 ? "=" : "", o->np2 ? o->p2[p2] : "");
 			if (sw_point(o, o->b[b], p2, &r->cols,
 				     sw_cell(r->tput, r, run, p2, b),
 				     sw_cell(r->p99, r, run, p2, b), 0, NULL)) {
 				fprintf(stderr,
-					"%s: stopped: a child failed, its "
-					"numbers are not used\n",
+					"%s: stopped: no numbers are printed "
+					"from a sweep with a failed child\n",
 					BENCH_CMD);
 				return -1;
 			}
 		}
 		fprintf(stderr, "  (%.1f s)\n",
 			(double)(bench_now_ns() - t0) / 1e9);
+		sw_progress_open = 0;
 	}
 	return 0;
 }
@@ -615,11 +635,12 @@ static void sw_print_table(const struct sw_opts *o, struct sw_results *r)
 	char tu[SW_NAME_LEN], pu[SW_NAME_LEN], th[96], ph[96];
 	char *args[SW_MAX_ARGS + 8], bval[16];
 	int has_p99 = r->cols.p99[0] != '\0';
+	int preset_note = o->preset && !o->p99_user && o->preset->p99_note;
 
 	sw_unit(r->cols.tput, tu, sizeof(tu));
 	sw_unit(r->cols.p99, pu, sizeof(pu));
 	sw_args(o, 0, 0, args, bval, sizeof(bval));
-	printf("%s %s: %d runs per point, interleaved (seed %" PRIu64
+	printf("%s %s: %d run(s) per point, interleaved (seed %" PRIu64
 	       "), medians over runs\n",
 	       BENCH_CMD, o->sub, r->runs, o->seed);
 	printf("child, per point: ");
@@ -632,14 +653,19 @@ static void sw_print_table(const struct sw_opts *o, struct sw_results *r)
 	if (o->rows_val)
 		printf(" of the rows with %s=%s", o->rows_col, o->rows_val);
 	printf("; several rows: their median\n");
-	if (o->preset && !o->p99_user)
-		printf("%s\n", o->preset->p99_note);
-	if (has_p99)
+	if (has_p99) {
 		printf("p99: column %s; several rows: the largest\n",
 		       r->cols.p99);
-	else
-		printf("p99: no p99 column in the child's CSV: latency "
-		       "missing\n");
+		if (preset_note && o->preset->p99[0])
+			printf("%s\n", o->preset->p99_note);
+	} else if (preset_note && !o->preset->p99[0]) {
+		printf("%s\n", o->preset->p99_note);
+	} else {
+		printf("p99: no column %s%s%s in the child's CSV: latency "
+		       "missing\n",
+		       o->p99[0] ? o->p99[0] : "-", o->p99[1] ? " or " : "",
+		       o->p99[1] ? o->p99[1] : "");
+	}
 	printf("\n");
 	snprintf(th, sizeof(th), "%s", tu);
 	snprintf(ph, sizeof(ph), "p99 %s", has_p99 ? pu : "");
@@ -775,8 +801,8 @@ static int sw_plot(const struct sw_opts *o, struct sw_results *r)
 			BENCH_CMD, outputs,
 			BENCH_PLOT_TERM "set output '%s'\n"
 					"set multiplot layout 1,2 title "
-					"\"bpbench sweep %s (medians of %d "
-					"runs)\"\n"
+					"\"bpbench sweep %s (medians, %d "
+					"run(s) per point)\"\n"
 					"set grid\nset key top left\n"
 					"set logscale x 2\n"
 					"set xlabel '%s'\n"
@@ -794,7 +820,7 @@ static int sw_plot(const struct sw_opts *o, struct sw_results *r)
 			     BENCH_PLOT_TERM
 			     "set output '%s'\n"
 			     "set multiplot layout 1,2 title \"bpbench "
-			     "sweep %s (medians of %d runs)\"\n"
+			     "sweep %s (medians, %d run(s) per point)\"\n"
 			     "set grid\nset key top left\n"
 			     "set logscale x 2\n"
 			     "set xlabel '%s'\n"
@@ -1258,7 +1284,7 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 
 	if (o->preset) {
 		sw_fixed(o);
-		if (o->quick) {
+		if (o->quick && !(o->np2 && !strcmp(o->p2name, "ms"))) {
 			o->fixed[o->nfixed++] = "--ms";
 			o->fixed[o->nfixed++] = (char *)o->preset->quick_ms;
 		}
