@@ -131,9 +131,10 @@ for args in "pipeline --batches 0" "pipeline --batches 1,x" \
 		fail "sweep $args: no usage on stderr"
 done
 run help "$bp" sweep --help
-[ "$rc" -eq 0 ] && grep -q -- '--batches LIST' "$tmp/help.out" &&
-	grep -q '^  pipeline ' "$tmp/help.out" ||
+if ! { [ "$rc" -eq 0 ] && grep -q -- '--batches LIST' "$tmp/help.out" &&
+	grep -q '^  pipeline ' "$tmp/help.out"; }; then
 	fail "sweep --help (exit $rc) lacks options or presets"
+fi
 
 # ---- a child that fails stops the sweep, its stderr shown ----
 run child "$bp" sweep pipeline --runs 1 --batches 1,2 -- --no-such-option
