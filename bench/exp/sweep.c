@@ -829,8 +829,8 @@ static int sw_plot(const struct sw_opts *o, struct sw_results *r)
 			     "plot %s\n"
 			     "unset grid\nunset border\nunset tics\n"
 			     "unset xlabel\nunset ylabel\nunset logscale\n"
-			     "set label 1 'p99 latency: not in the "
-			     "child''s CSV' at graph 0.5,0.5 center\n"
+			     "set label 1 'p99 latency: not measured by "
+			     "this subcommand' at graph 0.5,0.5 center\n"
 			     "plot [0:1][0:1] NaN notitle\n"
 			     "unset multiplot\n",
 			     1200, 500, png, o->sub, r->runs,
@@ -897,8 +897,8 @@ static void sw_usage(FILE *f)
 		"--workers 2\n"
 		"            --waits spin-sleep --runs 1 --batches B; "
 		"Mjobs_per_s, p99_us\n"
-		"            (bp_pipeline_stats of the run); e.g. --param2 "
-		"workers=1,4\n");
+		"            (bp_pipeline_stats of the run, at full load);\n"
+		"            e.g. --param2 workers=1,4\n");
 #if BP_HAVE_RDMA
 	fprintf(f,
 		"  rdma      bpbench rdma --sizes 4K --workers 1 --rails 1 "
@@ -935,13 +935,15 @@ static void sw_usage(FILE *f)
 		"generic: none,\n"
 		"                   latency missing)\n"
 		"  --rows COL=VALUE use only the child's rows whose COL is "
-		"VALUE\n"
+		"VALUE (default:\n"
+		"                   none; rdma: mode=pipeline)\n"
 		"  --runs N         runs per point (default 5; --quick: 3)\n"
 		"  --seed N         seed of the point-order shuffle (default "
 		"1)\n"
-		"  --quick          the child's quick window (ring and "
-		"pipeline --ms 20,\n"
-		"                   rdma --ms 100), fewer B, 3 runs\n"
+		"  --quick          3 runs; presets also: the child's quick "
+		"window (ring and\n"
+		"                   pipeline --ms 20, rdma --ms 100) and "
+		"fewer B\n"
 		"  --csv            CSV on stdout instead of the table: "
 		"subcommand,param,\n"
 		"                   value,param2,value2,run,throughput,"
