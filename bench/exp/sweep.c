@@ -1148,7 +1148,9 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 			o->csv = 1;
 			break;
 		case 'o':
-			if (!*optarg || strlen(optarg) >= 4096)
+			/* the gnuplot script quotes paths with ' */
+			if (!*optarg || strlen(optarg) >= 4096 ||
+			    strchr(optarg, '\''))
 				goto bad_value;
 			o->out = optarg;
 			break;
