@@ -21,6 +21,7 @@ static const struct bench_subcommand bench_subcommands[] = {
 	 "bp_ring against mutex, spinlock, ck_ring and urcu wfcqueue"},
 	{"pipeline", bench_pipeline_main,
 	 "bp_pipeline end to end: throughput, latency, idle CPU, wake-up"},
+	{"sweep", bench_sweep_main, "batch-size sweeps of another subcommand"},
 #if BP_HAVE_RDMA
 	{"rdma", bench_rdma_main,
 	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},
