@@ -332,7 +332,7 @@ if [ $rc -ne 0 ]; then
 fi
 (cd "$work" && perf script report stackcollapse >"$out/$name.folded" 2>"$work/collapse.log") ||
 	{ cat "$work/collapse.log" >&2; die "perf script report stackcollapse failed"; }
-[ -s "$out/$name.folded" ] || die "no samples in $name's profile"
+[ -s "$out/$name.folded" ] || die "perf recorded no samples of the command (it ran too briefly?): no flame graph for $name"
 (cd "$work" && perf script report flamegraph --template "$template" \
 	-o "$out/$name.html" >"$work/flame.log" 2>&1) ||
 	{ cat "$work/flame.log" >&2; die "perf script report flamegraph failed"; }
