@@ -302,7 +302,7 @@ if [ $compare -eq 1 ]; then
 	fgpy check-offline "$out/$a-vs-$b.html" >&2 && : ||
 		die "$a-vs-$b.html would load the resources above"
 	if [ $png -eq 1 ]; then
-		screenshot "$out/$a-vs-$b.html" "$out/$a-vs-$b.png" $(($(height_for "$d") * 2 + 300))
+		screenshot "$out/$a-vs-$b.html" "$out/$a-vs-$b.png" $((d * 32 + 420))
 	fi
 	fgpy top "$a" "$out/$a.folded" "$b" "$out/$b.folded"
 	echo "flamegraph: wrote $out/$a-vs-$b.html" >&2

@@ -217,9 +217,11 @@ class Report:
             ceiling = num(js.get("ceiling_mps"))
             rows = []
             for h in js.get("headline", []):
-                rows.append({k: h.get(k) for k in ("threads", "best_variant", "best_B",
-                                                   "best_mps", "mutex_mps", "ratio",
-                                                   "pipeline_mps")})
+                r = {k: h.get(k) for k in ("threads", "best_variant", "best_B", "best_mps",
+                                           "mutex_mps", "ratio", "pipeline_mps")}
+                # bpbench locks names it best_batchpipe; the contract said best_variant.
+                r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
+                rows.append(r)
             return js, ceiling, rows
         med = {}
         for r in first_csv_block(os.path.join(self.dir, name + ".csv")):
@@ -272,7 +274,7 @@ class Report:
             out.append(line)
         self.table(head, out)
         if js:
-            extra = "usable CPUs %s" % js.get("cpus")
+            extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
             if work:
                 extra += (", job work asked %s ns, measured %s ns, compute ceiling %s M/s "
                           "(= CPUs / measured work per job: no variant can beat it)"

@@ -60,14 +60,15 @@ has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
 # The steps: id, title, estimated seconds per mode (quick tiny full).
 ids=(locks locks-work50 ring pipeline sweep rdma-fill flame report)
 declare -A title est
-title[locks]="locks, trivial jobs";              est[locks]="25 6 300"
-title[locks-work50]="locks, ~50 ns jobs";       est[locks-work50]="25 6 300"
+# (quick: measured on a shared 2-core VM.)
+title[locks]="locks, trivial jobs";              est[locks]="15 4 300"
+title[locks-work50]="locks, ~50 ns jobs";       est[locks-work50]="15 4 300"
 title[ring]="ring comparison";                   est[ring]="7 2 60"
-title[pipeline]="pipeline";                      est[pipeline]="13 3 120"
-title[sweep]="batch sweep (pipeline)";           est[sweep]="22 4 150"
-title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="4 3 10"
-title[flame]="flame graphs";                     est[flame]="22 10 40"
-title[report]="report";                          est[report]="4 4 4"
+title[pipeline]="pipeline";                      est[pipeline]="12 3 120"
+title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
+title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="2 1 10"
+title[flame]="flame graphs";                     est[flame]="15 8 40"
+title[report]="report";                          est[report]="1 1 1"
 col=1
 [ $mode = tiny ] && col=2
 [ $mode = full ] && col=3
