@@ -24,7 +24,11 @@ set -eu
 FG_VERSION=4.1.3
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/batchpipe
 
-usage() {
+usage() { # [status]: 0 for --help (stdout), else bad usage (stderr, 2)
+	if [ "${1:-2}" -eq 0 ]; then
+		sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+	fi
 	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
@@ -42,7 +46,7 @@ while [ $# -gt 0 ]; do
 	--keep-data) keep=1; shift ;;
 	--no-png) png=0; shift ;;
 	--compare) [ $# -ge 3 ] || usage; compare=1; a=$2; b=$3; shift 3 ;;
-	--help | -h) usage ;;
+	--help | -h) usage 0 ;;
 	--) shift; break ;;
 	*) echo "flamegraph: unknown option '$1'" >&2; usage ;;
 	esac
@@ -231,8 +235,10 @@ npm_package() {
 		tmp=$(mktemp -d)
 		(cd "$tmp" && npm pack --silent "$1@$2" >/dev/null 2>npm.log) ||
 			{ cat "$tmp/npm.log" >&2; rm -rf "$tmp"; die "npm pack $1@$2 failed"; }
-		mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x" ||
-			{ rm -rf "$tmp"; die "cannot unpack $1@$2"; }
+		if ! { mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x"; }; then
+			rm -rf "$tmp"
+			die "cannot unpack $1@$2"
+		fi
 		mkdir -p "$CACHE" && rm -rf "$dir" && mv "$tmp/x" "$dir"
 		rm -rf "$tmp"
 	fi
@@ -253,8 +259,11 @@ offline_template() {
 			d3=$(npm_package d3 7)/dist
 		fi
 		fgpy inline "$src" "$fg/dist" "$d3" "$t.tmp" || die "cannot inline the template's scripts"
-		fgpy check-offline "$t.tmp" >&2 && mv "$t.tmp" "$t" ||
-			{ rm -f "$t.tmp"; die "the template still loads the resources above"; }
+		if ! fgpy check-offline "$t.tmp" >&2; then
+			rm -f "$t.tmp"
+			die "the template still loads the resources above"
+		fi
+		mv "$t.tmp" "$t"
 	fi
 	echo "$t"
 }
@@ -299,7 +308,7 @@ if [ $compare -eq 1 ]; then
 	fg=$(npm_package d3-flame-graph $FG_VERSION)
 	d3=$(npm_package d3 7)
 	d=$(fgpy compare "$out" "$a" "$b" "$fg/dist" "$d3/dist") || die "cannot write $a-vs-$b.html"
-	fgpy check-offline "$out/$a-vs-$b.html" >&2 && : ||
+	fgpy check-offline "$out/$a-vs-$b.html" >&2 ||
 		die "$a-vs-$b.html would load the resources above"
 	if [ $png -eq 1 ]; then
 		screenshot "$out/$a-vs-$b.html" "$out/$a-vs-$b.png" $((d * 32 + 420))

@@ -221,6 +221,8 @@ class Report:
                                            "mutex_mps", "ratio", "pipeline_mps")}
                 # bpbench locks names it best_batchpipe; the contract said best_variant.
                 r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
+                # The ceiling can depend on the thread count (min(threads, CPUs)).
+                r["ceiling"] = num(h.get("ceiling_mps")) or ceiling
                 rows.append(r)
             return js, ceiling, rows
         med = {}
@@ -237,7 +239,8 @@ class Report:
                          and v is not None), default=None)
             pipe = max((v for k, v in med.items() if k[1] == t and k[0] == "batchpipe-pipeline"
                         and v is not None), default=None)
-            rows.append({"threads": t, "best_variant": best[1][0] if best else None,
+            rows.append({"threads": t, "ceiling": None,
+                         "best_variant": best[1][0] if best else None,
                          "best_B": best[1][2] if best else None,
                          "best_mps": best[0] if best else None, "mutex_mps": mutex,
                          "ratio": best[0] / mutex if best and mutex else None,
@@ -262,17 +265,24 @@ class Report:
                 "batchpipe / mutex", "batchpipe-pipeline M/s"]
         if work and ceiling:
             head += ["best % of ceiling", "mutex % of ceiling", "pipeline % of ceiling"]
-        out = []
+        out, above = [], False
         for r in rows:
             line = [r["threads"], "%s (B=%s)" % (r["best_variant"], r["best_B"])
                     if r["best_variant"] else "-", fmt(num(r["best_mps"])),
                     fmt(num(r["mutex_mps"])), ratio_text(num(r["ratio"])),
                     fmt(num(r["pipeline_mps"]))]
             if work and ceiling:
-                line += [fmt(100 * num(r[k]) / ceiling, 1) if num(r[k]) else "-"
+                c = r["ceiling"] or ceiling
+                line += [fmt(100 * num(r[k]) / c, 1) if num(r[k]) else "-"
                          for k in ("best_mps", "mutex_mps", "pipeline_mps")]
+                if num(r["best_mps"]) and num(r["best_mps"]) > 1.05 * c:
+                    above = True
             out.append(line)
         self.table(head, out)
+        if work and ceiling and above:
+            self.para("Warning: a variant runs above the compute ceiling, which no correct "
+                      "run can do: the ceiling's measurement (or the jobs' work) is off here, "
+                      "so the % of the ceiling above cannot be trusted.", "missing")
         if js:
             extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
             if work:
@@ -289,9 +299,13 @@ class Report:
                 label, top["threads"], top["best_variant"], fmt(num(top["best_mps"])),
                 ratio_text(num(top["ratio"])))
             if work and ceiling and num(top["best_mps"]):
-                line += " = %.0f %% of the ceiling" % (100 * num(top["best_mps"]) / ceiling)
+                line += " = %.0f %% of the ceiling" % (
+                    100 * num(top["best_mps"]) / (top["ceiling"] or ceiling))
             line += " (batchpipe-pipeline %s M/s)" % fmt(num(top["pipeline_mps"]))
             self.summary.append(line)
+            if work and ceiling and above:
+                self.summary.append("%s: WARNING: a variant runs above the compute ceiling; "
+                                    "the %% of the ceiling cannot be trusted" % label)
         self.figure(name + "-threads.png",
                     "the write-up's figure: throughput vs worker threads, log-log, one panel per "
                     "variant and one line per batch size B. A line that rises with threads "

@@ -17,10 +17,17 @@
 # pair of flame graphs, the report. Each step's table goes to STEP.txt, its
 # progress and errors to logs/STEP.err, its status to steps.tsv. A failed
 # step is reported and the rest still run; the exit status is then 1.
+# The step functions are called by name (step_$id); commas in arrays are
+# list values for bpbench options.
+# shellcheck disable=SC2317,SC2054
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=quick bpbench=$root/build/bench/bpbench out=""
-usage() {
+usage() { # [status]: 0 for --help (stdout), else bad usage (stderr, 2)
+	if [ "${1:-2}" -eq 0 ]; then
+		sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+	fi
 	sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
@@ -31,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--tiny) mode=tiny; shift ;;
 	--bpbench) [ $# -ge 2 ] || usage; bpbench=$2; shift 2 ;;
 	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
-	--help | -h) usage ;;
+	--help | -h) usage 0 ;;
 	*) echo "showcase: unknown option '$1'" >&2; usage ;;
 	esac
 done
@@ -105,7 +112,7 @@ run_step() {
 	id=$1 i=$2
 	left=$(left_estimate "$i")
 	note=""
-	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) $n_steps "${title[$id]}" "$(fmt_time "$left")"
+	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) "$n_steps" "${title[$id]}" "$(fmt_time "$left")"
 	t0=$(date +%s)
 	"step_$id" >"$out/$id.txt" 2>"$out/logs/$id.err"
 	rc=$?
@@ -236,19 +243,19 @@ step_flame() {
 		# The write-up's first and last step at 16 threads: mutex job queue
 		# and one-by-one results, against batchpipe's ring at both ends.
 		A=mutex B=batchpipe-ring
-		"$fg" --out "$fdir" --name $A -- "$bpbench" locks --variants mutex --threads 16 \
-			--batches 1 --runs 1 --ms $ms || return
-		"$fg" --out "$fdir" --name $B -- "$bpbench" locks --variants batchpipe-ring --threads 16 \
-			--batches 32 --runs 1 --ms $ms || return
+		"$fg" --out "$fdir" --name "$A" -- "$bpbench" locks --variants mutex --threads 16 \
+			--batches 1 --runs 1 --ms "$ms" || return
+		"$fg" --out "$fdir" --name "$B" -- "$bpbench" locks --variants batchpipe-ring --threads 16 \
+			--batches 32 --runs 1 --ms "$ms" || return
 	else
 		echo "bpbench has no locks: profiling the ring comparison's mutex and batchpipe queues instead" >&2
 		A=ring-mutex B=ring-batchpipe
-		"$fg" --out "$fdir" --name $A -- "$bpbench" ring --queues mutex --points 4x4 \
-			--batches 32 --runs 1 --ms $ms --no-single || return
-		"$fg" --out "$fdir" --name $B -- "$bpbench" ring --queues batchpipe --points 4x4 \
-			--batches 32 --runs 1 --ms $ms --no-single || return
+		"$fg" --out "$fdir" --name "$A" -- "$bpbench" ring --queues mutex --points 4x4 \
+			--batches 32 --runs 1 --ms "$ms" --no-single || return
+		"$fg" --out "$fdir" --name "$B" -- "$bpbench" ring --queues batchpipe --points 4x4 \
+			--batches 32 --runs 1 --ms "$ms" --no-single || return
 	fi
-	"$fg" --compare $A $B --out "$fdir"
+	"$fg" --compare "$A" "$B" --out "$fdir"
 }
 step_report() {
 	python3 "$root/scripts/report.py" "$out" >&2

@@ -37,7 +37,9 @@ is_png "$tmp/a.png" || fail "a.png is not a PNG"
 "$FG" --out "$tmp" --name bad -- "$BPBENCH" ring --no-such-option >/dev/null 2>&1
 rc=$?
 [ $rc -ne 0 ] || fail "a failing command gave exit 0"
-[ ! -e "$tmp/bad.folded" ] && [ ! -e "$tmp/bad.html" ] || fail "a failing command left a flame graph"
+if [ -e "$tmp/bad.folded" ] || [ -e "$tmp/bad.html" ]; then
+	fail "a failing command left a flame graph"
+fi
 
 # Bad usage.
 "$FG" --out "$tmp" >/dev/null 2>&1

@@ -18,7 +18,7 @@ cat "$tmp/showcase.out"
 [ -s "$out/steps.tsv" ] || fail "no steps.tsv"
 grep -q '^\[1/8\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
 subs=$("$BPBENCH" --help 2>&1)
-while IFS="$(printf '\t')" read -r id status secs title note; do
+while IFS="$(printf '\t')" read -r id status _secs _title note; do
 	case $status in
 	ok) ;;
 	skipped) echo "note: step $id skipped: $note" ;;
