@@ -287,7 +287,8 @@ class Report:
             extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
             if work:
                 extra += (", job work asked %s ns, measured %s ns, compute ceiling %s M/s "
-                          "(= CPUs / measured work per job: no variant can beat it)"
+                          "with every CPU busy (= CPUs / measured work per job; with fewer "
+                          "threads than CPUs, threads / work): no correct variant can beat it"
                           % (js.get("work_ns"), fmt(num(js.get("work_ns_measured")), 1),
                              fmt(num(ceiling))))
             self.para(extra + ".")

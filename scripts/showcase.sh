@@ -111,6 +111,7 @@ n_steps=${#ids[@]}
 run_step() {
 	id=$1 i=$2
 	left=$(left_estimate "$i")
+	[ "$left" -lt 1 ] && left=1
 	note=""
 	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) "$n_steps" "${title[$id]}" "$(fmt_time "$left")"
 	t0=$(date +%s)

@@ -20,7 +20,20 @@ grep -q '^\[1/8\] .* about .* left$' "$tmp/showcase.out" || fail "no progress li
 subs=$("$BPBENCH" --help 2>&1)
 while IFS="$(printf '\t')" read -r id status _secs _title note; do
 	case $status in
-	ok) ;;
+	ok)
+		# Each step that ran has its section in the report.
+		case $id in
+		locks | locks-work50) marker="| threads | best batchpipe variant (B) |" ;;
+		ring) marker="| batchpipe / best other |" ;;
+		pipeline) marker="## Pipeline" ;;
+		sweep) marker="| B small |" ;;
+		rdma-fill) marker="| fill Gbps |" ;;
+		flame) marker="side by side and differential:" ;;
+		*) marker="" ;;
+		esac
+		[ -z "$marker" ] || grep -qF -- "$marker" "$out/report.md" ||
+			fail "step $id ran but the report has no '$marker'"
+		;;
 	skipped) echo "note: step $id skipped: $note" ;;
 	failed)
 		sub=$(printf '%s\n' "$note" | sed -n "s/.*bpbench has no '\([a-z-]*\)' subcommand.*/\1/p")
@@ -56,6 +69,11 @@ if bad:
     print("\n".join(b[:200] for b in bad))
     sys.exit(1)
 PY
+
+# A folder with nothing in it: a report that says so, not a crash.
+mkdir "$tmp/empty"
+python3 "$BP_SOURCE_ROOT/scripts/report.py" "$tmp/empty" >/dev/null || fail "report.py failed on an empty folder"
+[ "$(grep -c 'not run' "$tmp/empty/report.md")" -ge 5 ] || fail "the empty report does not say what was not run"
 
 chrome=""
 for c in chromium chromium-browser google-chrome; do
