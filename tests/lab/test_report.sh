@@ -12,6 +12,24 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 out=$tmp/results
 
+chrome=""
+for c in chromium chromium-browser google-chrome; do
+	command -v $c >/dev/null && { chrome=$c; break; }
+done
+[ -n "$chrome" ] || { echo "SKIP: no Chromium to open the report (scripts/deps.sh installs it)" >&2; exit 77; }
+flags="--headless --no-sandbox --disable-gpu --disable-background-networking
+--disable-component-update --disable-sync --no-first-run --hide-scrollbars
+--virtual-time-budget=5000 --user-data-dir=$tmp/chrome"
+# Chromium must run at all here (the flame graphs' pictures need it too).
+echo '<html><body><p>probe</p></body></html>' >"$tmp/probe.html"
+# shellcheck disable=SC2086
+$chrome $flags --dump-dom "file://$tmp/probe.html" >"$tmp/probe.dom" 2>"$tmp/chrome.err"
+if ! grep -q 'probe' "$tmp/probe.dom"; then
+	cat "$tmp/chrome.err" >&2
+	echo "SKIP: Chromium cannot run here" >&2
+	exit 77
+fi
+
 "$BP_SOURCE_ROOT/scripts/showcase.sh" --tiny --bpbench "$BPBENCH" --out "$out" >"$tmp/showcase.out" 2>&1
 rc=$?
 cat "$tmp/showcase.out"
@@ -75,21 +93,9 @@ mkdir "$tmp/empty"
 python3 "$BP_SOURCE_ROOT/scripts/report.py" "$tmp/empty" >/dev/null || fail "report.py failed on an empty folder"
 [ "$(grep -c 'not run' "$tmp/empty/report.md")" -ge 5 ] || fail "the empty report does not say what was not run"
 
-chrome=""
-for c in chromium chromium-browser google-chrome; do
-	command -v $c >/dev/null && { chrome=$c; break; }
-done
-[ -n "$chrome" ] || { echo "SKIP: no Chromium to open the report (scripts/deps.sh installs it)" >&2; exit 77; }
-flags="--headless --no-sandbox --disable-gpu --disable-background-networking
---disable-component-update --disable-sync --no-first-run --hide-scrollbars
---virtual-time-budget=5000 --user-data-dir=$tmp/chrome"
 # shellcheck disable=SC2086
 $chrome $flags --dump-dom "file://$out/report.html" >"$tmp/dom.html" 2>"$tmp/chrome.err"
-if ! grep -q '<body' "$tmp/dom.html"; then
-	cat "$tmp/chrome.err" >&2
-	echo "SKIP: Chromium cannot run here" >&2
-	exit 77
-fi
+grep -q '<body' "$tmp/dom.html" || { cat "$tmp/chrome.err" >&2; fail "Chromium could not open report.html"; }
 n=$(grep -o '<img ' "$out/report.html" | wc -l)
 [ "$n" -gt 0 ] || fail "the report has no images"
 ok=$(sed -n 's/.*data-images-ok="\([^"]*\)".*/\1/p' "$tmp/dom.html" | head -n 1)
