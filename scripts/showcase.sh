@@ -106,13 +106,12 @@ record() { # id status seconds note
 	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${title[$1]}" "$4" >>"$out/steps.tsv"
 }
 
-# run_step ID FUNCTION: the function's stdout is the step's table.
+# run_step ID INDEX: runs step_ID; its stdout is the step's table (ID.txt).
 n_steps=${#ids[@]}
 run_step() {
 	id=$1 i=$2
 	left=$(left_estimate "$i")
 	[ "$left" -lt 1 ] && left=1
-	note=""
 	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) "$n_steps" "${title[$id]}" "$(fmt_time "$left")"
 	t0=$(date +%s)
 	"step_$id" >"$out/$id.txt" 2>"$out/logs/$id.err"
@@ -123,7 +122,7 @@ run_step() {
 		# Only steps that ran to the end say how fast this machine is.
 		done_est=$((done_est + $(estimate "$id")))
 		done_real=$((done_real + (t > 0 ? t : 1)))
-		record "$id" ok "$t" "$note"
+		record "$id" ok "$t" ""
 		printf '      done in %s\n' "$(fmt_time $t)"
 	elif [ $rc -eq 77 ]; then
 		why=$(tail -n 1 "$out/logs/$id.err")
