@@ -1,0 +1,568 @@
+#!/usr/bin/env python3
+"""The showcase's report: scripts/report.py DIR
+
+Reads what the showcase's steps left in DIR (CSV, JSON, PNG, each step's
+table as STEP.txt, steps.tsv, flame/) and writes DIR/report.md,
+DIR/report.html (one self-contained file: the plots are embedded as data
+URIs, no external script, style or font, so it works offline and can be
+mailed) and DIR/summary.txt (the headline lines the showcase prints).
+
+Only the files present are read: a step that did not run, or failed, gives
+a line saying so instead of its section. Python 3 standard library only.
+"""
+
+import base64
+import csv
+import glob
+import html
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read_tsv(path):
+    rows = []
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line:
+                    rows.append(line.split("\t"))
+    return rows
+
+
+def first_csv_block(path):
+    """The rows of the first CSV block (header, then rows up to a blank line
+    or a row of another width), as dicts; [] when the file is absent."""
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    rows = list(csv.reader(lines))
+    if not rows:
+        return []
+    head, out = rows[0], []
+    for r in rows[1:]:
+        if len(r) != len(head):
+            break
+        out.append(dict(zip(head, r)))
+    return out
+
+
+def num(x):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "-"
+    if abs(v) >= 100:
+        return "%.0f" % v
+    return "%.*f" % (digits, v)
+
+
+def ratio_text(v):
+    return "-" if v is None else ("%.0fx" % v if v >= 10 else "%.2fx" % v)
+
+
+class Report:
+    """Collects sections as (markdown, html) pairs and the summary lines."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.md = []
+        self.html = []
+        self.summary = []
+        self.steps = {r[0]: r for r in read_tsv(os.path.join(d, "steps.tsv"))}
+        self.meta = {r[0]: r[1] for r in read_tsv(os.path.join(d, "showcase.tsv")) if len(r) > 1}
+        self.used_png = set()
+
+    # -- output primitives -------------------------------------------------
+    def heading(self, text, level=2):
+        self.md.append("%s %s\n" % ("#" * level, text))
+        self.html.append("<h%d>%s</h%d>" % (level, html.escape(text), level))
+
+    def para(self, text, cls=None):
+        self.md.append(text + "\n")
+        c = ' class="%s"' % cls if cls else ""
+        self.html.append("<p%s>%s</p>" % (c, html.escape(text)))
+
+    def table(self, head, rows):
+        self.md.append("| " + " | ".join(head) + " |")
+        self.md.append("|" + "|".join(" --- " for _ in head) + "|")
+        for r in rows:
+            self.md.append("| " + " | ".join(str(c) for c in r) + " |")
+        self.md.append("")
+        h = "".join("<th>%s</th>" % html.escape(c) for c in head)
+        body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(str(c)) for c in r)
+                       for r in rows)
+        self.html.append("<table><tr>%s</tr>%s</table>" % (h, body))
+
+    def pre(self, text, summary):
+        self.md.append("<details><summary>%s</summary>\n\n```\n%s\n```\n</details>\n"
+                       % (summary, text.rstrip()))
+        self.html.append("<details><summary>%s</summary><pre>%s</pre></details>"
+                         % (html.escape(summary), html.escape(text.rstrip())))
+
+    def figure(self, name, sentence):
+        path = os.path.join(self.dir, name)
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            self.para("Figure %s: not there (the step did not draw it)." % name, "missing")
+            return
+        self.used_png.add(os.path.normpath(name))
+        with open(path, "rb") as f:
+            data = base64.b64encode(f.read()).decode("ascii")
+        self.md.append("![%s](%s)\n\n*%s*\n" % (name, name, sentence))
+        self.html.append('<figure><img alt="%s" src="data:image/png;base64,%s">'
+                         "<figcaption><b>%s</b>: %s</figcaption></figure>"
+                         % (html.escape(name), data, html.escape(name), html.escape(sentence)))
+
+    def link(self, href, text):
+        self.md.append("* [%s](%s)" % (text, href))
+        self.html.append('<li><a href="%s">%s</a></li>' % (html.escape(href), html.escape(text)))
+
+    # -- step status -------------------------------------------------------
+    def step_state(self, sid, *needed):
+        """None when the step's files are there; else the "not run" line."""
+        st = self.steps.get(sid)
+        have = all(os.path.isfile(os.path.join(self.dir, n)) for n in needed)
+        if st and st[1] == "failed":
+            return "FAILED, %s" % (st[4] if len(st) > 4 else "no reason given")
+        if st and st[1] == "skipped":
+            return "not run: %s" % (st[4] if len(st) > 4 else "skipped")
+        if not have:
+            return "not run: %s" % ("its output (%s) is missing" % ", ".join(needed)
+                                    if st else "the step was not run")
+        return None
+
+    def not_run(self, sid, state):
+        self.para(state, "missing")
+        if state.startswith("FAILED"):
+            self.summary.append("%s: %s" % (sid, state))
+
+    def step_table(self, sid):
+        p = os.path.join(self.dir, sid + ".txt")
+        if os.path.isfile(p) and os.path.getsize(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                self.pre(f.read(), "%s: the step's table (%s.txt)" % (sid, sid))
+
+    # -- sections ----------------------------------------------------------
+    def machine(self):
+        cpus = os.cpu_count()
+        model = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
+                model = m.group(1) if m else ""
+        except OSError:
+            pass
+        try:
+            commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                    capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            commit = ""
+        try:
+            with open("/proc/loadavg") as f:
+                load_now = " ".join(f.read().split()[:3])
+        except OSError:
+            load_now = "?"
+        rows = [
+            ("date", self.meta.get("started", "?") + (" to " + self.meta["finished"]
+                                                      if "finished" in self.meta else "")),
+            ("mode", self.meta.get("mode", "?")),
+            ("git commit", commit or "unknown"),
+            ("CPUs", "%s x %s" % (cpus, model or "?")),
+            ("kernel", "%s %s" % (platform.system(), platform.release())),
+            ("load average (1, 5, 15 min)", "start %s, end %s" % (
+                self.meta.get("loadavg_start", "?"), self.meta.get("loadavg_end", load_now))),
+        ]
+        self.heading("Machine and run")
+        self.table(["what", "value"], rows)
+        self.para("Numbers from a shared or virtual machine are rough: read the ratios of "
+                  "variants measured in the same interleaved runs, not the absolute values.")
+
+    def steps_section(self):
+        self.heading("Steps")
+        if not self.steps:
+            self.para("not run: no steps.tsv (this folder was not written by the showcase)",
+                      "missing")
+            return
+        self.table(["step", "status", "seconds", "note"],
+                   [(r[3] if len(r) > 3 else r[0], r[1], r[2], r[4] if len(r) > 4 else "")
+                    for r in self.steps.values()])
+
+    def locks_headline(self, name):
+        """Rows per thread count from NAME.json (else from NAME.csv)."""
+        js, ceiling = None, None
+        p = os.path.join(self.dir, name + ".json")
+        if os.path.isfile(p):
+            with open(p, encoding="utf-8") as f:
+                js = json.load(f)
+            ceiling = num(js.get("ceiling_mps"))
+            rows = []
+            for h in js.get("headline", []):
+                r = {k: h.get(k) for k in ("threads", "best_variant", "best_B", "best_mps",
+                                           "mutex_mps", "ratio", "pipeline_mps")}
+                # bpbench locks names it best_batchpipe; the contract said best_variant.
+                r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
+                # The ceiling can depend on the thread count (min(threads, CPUs)).
+                r["ceiling"] = num(h.get("ceiling_mps")) or ceiling
+                rows.append(r)
+            return js, ceiling, rows
+        med = {}
+        for r in first_csv_block(os.path.join(self.dir, name + ".csv")):
+            med.setdefault((r["variant"], int(r["threads"]), int(r["B"])), []).append(
+                num(r["Mitems_per_s"]))
+        med = {k: median(v) for k, v in med.items()}
+        rows = []
+        for t in sorted({k[1] for k in med}):
+            best = max(((v, k) for k, v in med.items() if k[1] == t and v is not None
+                        and k[0].startswith("batchpipe") and k[0] != "batchpipe-pipeline"),
+                       default=None)
+            mutex = max((v for k, v in med.items() if k[1] == t and k[0] == "mutex"
+                         and v is not None), default=None)
+            pipe = max((v for k, v in med.items() if k[1] == t and k[0] == "batchpipe-pipeline"
+                        and v is not None), default=None)
+            rows.append({"threads": t, "ceiling": None,
+                         "best_variant": best[1][0] if best else None,
+                         "best_B": best[1][2] if best else None,
+                         "best_mps": best[0] if best else None, "mutex_mps": mutex,
+                         "ratio": best[0] / mutex if best and mutex else None,
+                         "pipeline_mps": pipe})
+        return None, None, rows
+
+    def locks(self, name, label, work):
+        self.heading("Locks, %s" % label)
+        state = self.step_state(name, name + ".csv")
+        if state and not os.path.isfile(os.path.join(self.dir, name + ".csv")):
+            self.not_run(name, state)
+            return
+        if state:
+            self.not_run(name, state)
+        js, ceiling, rows = self.locks_headline(name)
+        self.para("The write-up's experiment: N workers take jobs from a shared source and "
+                  "emit results to one consumer. mutex is the baseline (a mutex on the job "
+                  "queue, results one by one under a second mutex); the batchpipe variants "
+                  "batch both ends through lock-free rings (batchpipe-pipeline is the library's "
+                  "own producers -> workers -> sink). Medians of interleaved runs, M results/s.")
+        head = ["threads", "best batchpipe variant (B)", "M/s", "mutex M/s",
+                "batchpipe / mutex", "batchpipe-pipeline M/s"]
+        if work and ceiling:
+            head += ["best % of ceiling", "mutex % of ceiling", "pipeline % of ceiling"]
+        out, above = [], False
+        for r in rows:
+            line = [r["threads"], "%s (B=%s)" % (r["best_variant"], r["best_B"])
+                    if r["best_variant"] else "-", fmt(num(r["best_mps"])),
+                    fmt(num(r["mutex_mps"])), ratio_text(num(r["ratio"])),
+                    fmt(num(r["pipeline_mps"]))]
+            if work and ceiling:
+                c = r["ceiling"] or ceiling
+                line += [fmt(100 * num(r[k]) / c, 1) if num(r[k]) else "-"
+                         for k in ("best_mps", "mutex_mps", "pipeline_mps")]
+                if num(r["best_mps"]) and num(r["best_mps"]) > 1.05 * c:
+                    above = True
+            out.append(line)
+        self.table(head, out)
+        if work and ceiling and above:
+            self.para("Warning: a variant runs above the compute ceiling, which no correct "
+                      "run can do: the ceiling's measurement (or the jobs' work) is off here, "
+                      "so the % of the ceiling above cannot be trusted.", "missing")
+        if js:
+            extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
+            if work:
+                extra += (", job work asked %s ns, measured %s ns, compute ceiling %s M/s "
+                          "with every CPU busy (= CPUs / measured work per job; with fewer "
+                          "threads than CPUs, threads / work): no correct variant can beat it"
+                          % (js.get("work_ns"), fmt(num(js.get("work_ns_measured")), 1),
+                             fmt(num(ceiling))))
+            self.para(extra + ".")
+        if rows:
+            # The write-up's headline point is 16 threads; else the most threads run.
+            top = next((r for r in rows if r["threads"] == 16),
+                       max(rows, key=lambda r: r["threads"] or 0))
+            line = "%s, %s threads: best batchpipe variant %s %s M/s = %s mutex" % (
+                label, top["threads"], top["best_variant"], fmt(num(top["best_mps"])),
+                ratio_text(num(top["ratio"])))
+            if work and ceiling and num(top["best_mps"]):
+                line += " = %.0f %% of the ceiling" % (
+                    100 * num(top["best_mps"]) / (top["ceiling"] or ceiling))
+            line += " (batchpipe-pipeline %s M/s)" % fmt(num(top["pipeline_mps"]))
+            self.summary.append(line)
+            if work and ceiling and above:
+                self.summary.append("%s: WARNING: a variant runs above the compute ceiling; "
+                                    "the %% of the ceiling cannot be trusted" % label)
+        self.figure(name + "-threads.png",
+                    "the write-up's figure: throughput vs worker threads, log-log, one panel per "
+                    "variant and one line per batch size B. A line that rises with threads "
+                    "scales; a flat or falling one is a contended hand-off"
+                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+        self.figure(name + "-best.png",
+                    "each variant at its best B vs threads, log-log: the vertical distance "
+                    "between two lines is their ratio, the same at every height"
+                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+        self.step_table(name)
+
+    def ring(self):
+        self.heading("Ring comparison")
+        state = self.step_state("ring", "ring.csv")
+        rows = first_csv_block(os.path.join(self.dir, "ring.csv"))
+        if state:
+            self.not_run("ring", state)
+        if not rows:
+            if not state:
+                self.para("not run: ring.csv has no rows", "missing")
+            return
+        med = {}
+        for r in rows:
+            med.setdefault((r["P"], r["C"], int(r["B"])), {}).setdefault(r["queue"], []).append(
+                num(r["Mitems_per_s"]))
+        out, ratios = [], []
+        for (p, c, b) in sorted(med, key=lambda k: (int(k[0]), int(k[1]), k[2])):
+            qs = {q: median(v) for q, v in med[(p, c, b)].items()}
+            bp = qs.get("batchpipe")
+            others = [(v, q) for q, v in qs.items() if not q.startswith("batchpipe") and v]
+            best = max(others, default=None)
+            ratio = bp / best[0] if bp and best else None
+            if ratio:
+                ratios.append(ratio)
+            out.append(["%sx%s" % (p, c), b, fmt(bp), best[1] if best else "-",
+                        fmt(best[0]) if best else "-", ratio_text(ratio)])
+        self.para("bp_ring (multi-producer, multi-consumer) against the best of the other "
+                  "queues (mutex, spinlock, ck_ring, urcu wfcqueue) at each point: P producers "
+                  "x C consumers, batch size B; medians of interleaved runs, M items/s.")
+        self.table(["PxC", "B", "batchpipe M/s", "best other", "its M/s", "batchpipe / best other"],
+                   out)
+        if ratios:
+            g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            self.summary.append("ring: batchpipe / best other queue: geometric mean %.2fx over "
+                                "%d points (%.2fx to %.2fx)" % (g, len(ratios), min(ratios),
+                                                               max(ratios)))
+        for png in ("ring.png",):
+            if os.path.isfile(os.path.join(self.dir, png)):
+                self.figure(png, "ring throughput per queue and point.")
+        self.step_table("ring")
+
+    def pipeline(self):
+        self.heading("Pipeline")
+        state = self.step_state("pipeline", "pipeline.txt")
+        if state:
+            self.not_run("pipeline", state)
+        rows = first_csv_block(os.path.join(self.dir, "pipeline.csv"))
+        if rows:
+            med = {}
+            for r in rows:
+                med.setdefault((r["wait"], int(r["B"])), []).append(num(r["Mjobs_per_s"]))
+            by_wait = {}
+            for (w, b), v in med.items():
+                by_wait.setdefault(w, {})[b] = median(v)
+            bs = sorted({b for _, b in med})
+            self.para("bp_pipeline end to end (producers -> workers -> sink, trivial jobs): "
+                      "median over runs and worker counts of M jobs/s, per wait strategy and B.")
+            self.table(["wait"] + ["B=%d" % b for b in bs],
+                       [[w] + [fmt(by_wait[w].get(b)) for b in bs] for w in sorted(by_wait)])
+        for png in sorted(glob.glob(os.path.join(self.dir, "pipeline*.png"))):
+            self.figure(os.path.basename(png), "the pipeline's throughput.")
+        self.step_table("pipeline")
+
+    def sweep(self):
+        self.heading("Batch sweep")
+        name = "sweep-pipeline"
+        state = self.step_state("sweep", name + ".csv")
+        rows = first_csv_block(os.path.join(self.dir, name + ".csv"))
+        if state:
+            self.not_run("sweep", state)
+        if not rows:
+            return
+        groups = {}
+        units = ("", "")
+        for r in rows:
+            key = (r.get("param2", ""), r.get("value2", ""))
+            groups.setdefault(key, {}).setdefault(num(r["value"]), []).append(
+                (num(r["throughput"]), num(r["p99"])))
+            units = (r.get("throughput_unit", ""), r.get("p99_unit", ""))
+        out = []
+        for (p2, v2), byb in sorted(groups.items()):
+            bs = sorted(b for b in byb if b is not None)
+            if not bs:
+                continue
+            lo, hi = bs[0], bs[-1]
+            t_lo = median([t for t, _ in byb[lo]])
+            t_hi = median([t for t, _ in byb[hi]])
+            l_lo = median([p for _, p in byb[lo]])
+            l_hi = median([p for _, p in byb[hi]])
+            label = "%s=%s" % (p2, v2) if p2 else "-"
+            out.append([label, "%g" % lo, fmt(t_lo), fmt(l_lo), "%g" % hi, fmt(t_hi), fmt(l_hi),
+                        ratio_text(t_hi / t_lo) if t_lo and t_hi else "-",
+                        ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
+            if len(out) == 1:
+                self.summary.append(
+                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 %s -> %s %s"
+                    % (lo, hi, fmt(t_lo), fmt(t_hi), units[0], out[-1][7], fmt(l_lo), fmt(l_hi),
+                       units[1]))
+        self.para("Batching buys throughput and may cost latency: the pipeline run once per "
+                  "batch size B, throughput (%s) and p99 latency (%s) at the smallest and the "
+                  "largest B, medians over runs." % (units[0] or "?", units[1] or "?"))
+        self.table(["param2", "B small", "throughput", "p99", "B large", "throughput", "p99",
+                    "throughput large/small", "p99 large/small"], out)
+        self.figure(name + ".png",
+                    "throughput (left) and p99 latency (right) vs B, log x axis; a throughput "
+                    "curve that flattens says where larger batches stop paying, and the latency "
+                    "panel says what they cost.")
+        self.step_table("sweep")
+
+    def rdma(self):
+        self.heading("RDMA loopback fill")
+        state = self.step_state("rdma-fill", "rdma-fill.txt")
+        if state:
+            self.not_run("rdma-fill", state)
+            return
+        with open(os.path.join(self.dir, "rdma-fill.txt"), encoding="utf-8") as f:
+            text = f.read()
+        fill = re.search(r"fill \(.*?\):\s*([\d.]+) Gbps", text)
+        raw = re.search(r"raw loop[^\n]*\n\s*([\d.]+) Gbps", text)
+        rel = re.search(r"fill / raw:\s*([\d.]+)", text)
+        ver = re.search(r"verified:\s*(.*)", text)
+        prov = re.search(r"provider (\S+),", text)
+        self.para("Seed 000's random fill over loopback: bp-target RDMA-writes generated pages "
+                  "into this process's buffer with the library's RDMA stage; every byte is "
+                  "checked; the raw libfabric loop of the same sizes runs beside it.")
+        self.table(["provider", "fill Gbps", "raw loop Gbps", "fill / raw", "verified"],
+                   [[prov.group(1) if prov else "?", fill.group(1) if fill else "-",
+                     raw.group(1) if raw else "-", rel.group(1) if rel else "-",
+                     ver.group(1) if ver else "-"]])
+        if fill:
+            self.summary.append("RDMA fill (%s, loopback): %s Gbps, fill / raw loop %s" % (
+                prov.group(1) if prov else "?", fill.group(1), rel.group(1) if rel else "-"))
+        self.step_table("rdma-fill")
+
+    def flames(self):
+        self.heading("Flame graphs")
+        fdir = os.path.join(self.dir, "flame")
+        state = self.step_state("flame")
+        pages = sorted(glob.glob(os.path.join(fdir, "*.html")))
+        if state:
+            self.not_run("flame", state)
+        if not pages:
+            if not state:
+                self.para("not run: no flame graphs in flame/", "missing")
+            return
+        self.para("CPU profiles (perf, cpu-clock, DWARF stacks) of the same experiment with the "
+                  "baseline and with batchpipe. Width is the share of samples; a frame with "
+                  "nothing on top of it is self time; the widest plateaus are the bottleneck. "
+                  "The pages are interactive (click to zoom, search) and work offline.")
+        self.md.append("")
+        self.html.append("<ul>")
+        for p in pages:
+            rel = os.path.relpath(p, self.dir)
+            b = os.path.basename(p)[:-5]
+            self.link(rel, ("side by side and differential: " + b.replace("-vs-", " vs "))
+                      if "-vs-" in b else "flame graph: " + b)
+        self.html.append("</ul>")
+        self.md.append("")
+        for cmp_png in sorted(glob.glob(os.path.join(fdir, "*-vs-*.png"))):
+            a, b = os.path.basename(cmp_png)[:-4].split("-vs-", 1)
+            self.figure(os.path.relpath(cmp_png, self.dir),
+                        "%s (left) and %s (right), then %s coloured by its change from %s: red "
+                        "frames take a larger share of the samples, blue a smaller one, orange "
+                        "ones are new. Look for where the widest plateaus sit: in a lock and the "
+                        "kernel's futex paths, or in the jobs' own work and the queue operations "
+                        "(the top self-time functions of each profile are listed on the page "
+                        "and in the step's table below)." % (a, b, b, a))
+        self.step_table("flame")
+
+    def other_pngs(self):
+        rest = []
+        for p in sorted(glob.glob(os.path.join(self.dir, "*.png"))):
+            if os.path.normpath(os.path.relpath(p, self.dir)) not in self.used_png:
+                rest.append(os.path.basename(p))
+        if rest:
+            self.heading("Other plots")
+            for r in rest:
+                self.figure(r, "a plot the steps wrote besides the ones above.")
+
+    def write(self):
+        title = "batchpipe showcase report"
+        self.md.insert(0, "# %s\n" % title)
+        md_text = "\n".join(self.md) + "\n"
+        css = """
+body { font-family: "DejaVu Sans", Verdana, sans-serif; margin: 20px auto; max-width: 1100px;
+       color: #222; padding: 0 16px; }
+h1 { font-size: 24px; } h2 { font-size: 19px; margin-top: 28px; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 14px; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
+th { background: #f2f2f2; }
+figure { margin: 12px 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 13px; color: #444; max-width: 60em; }
+p.missing { color: #a00; font-weight: bold; }
+pre { font-size: 12px; background: #f7f7f7; padding: 8px; overflow-x: auto; }
+ul.summary li { margin: 2px 0; }
+"""
+        summary = "".join("<li>%s</li>" % html.escape(s) for s in self.summary)
+        page = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>%s</title><style>%s</style></head>
+<body data-images-ok="pending">
+<h1>%s</h1>
+<h2>Headline</h2><ul class="summary">%s</ul>
+%s
+<script>
+window.addEventListener("load", function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++)
+    if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;
+  document.body.setAttribute("data-images-ok", ok + "/" + imgs.length);
+});
+</script>
+</body></html>
+""" % (title, css, title, summary or "<li>nothing measured</li>", "\n".join(self.html))
+        with open(os.path.join(self.dir, "report.md"), "w", encoding="utf-8") as f:
+            f.write(md_text.replace("# %s\n" % title, "# %s\n\n## Headline\n\n%s\n" % (
+                title, "\n".join("* " + s for s in self.summary) or "* nothing measured"), 1))
+        with open(os.path.join(self.dir, "report.html"), "w", encoding="utf-8") as f:
+            f.write(page)
+        with open(os.path.join(self.dir, "summary.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(s + "\n" for s in self.summary))
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1].startswith("-"):
+        sys.stderr.write("usage: scripts/report.py DIR   (a showcase results folder)\n")
+        return 2
+    d = argv[1]
+    if not os.path.isdir(d):
+        sys.stderr.write("report.py: %s is not a folder\n" % d)
+        return 2
+    r = Report(d)
+    r.machine()
+    r.steps_section()
+    r.locks("locks", "trivial jobs", False)
+    r.locks("locks-work50", "~50 ns jobs", True)
+    r.ring()
+    r.pipeline()
+    r.sweep()
+    r.rdma()
+    r.flames()
+    r.other_pngs()
+    r.write()
+    print("report.py: wrote %s and %s" % (os.path.join(d, "report.md"),
+                                          os.path.join(d, "report.html")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

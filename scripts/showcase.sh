@@ -1,0 +1,283 @@
+#!/bin/bash
+# The showcase's experiments, one after the other, into one results folder,
+# then its report. scripts/run.sh installs and builds first, then calls this.
+#
+#   scripts/showcase.sh [--quick | --full | --tiny] [--bpbench PATH] [--out DIR]
+#
+#   --quick    (default) short versions of every experiment: about 2 minutes
+#              on 2 cores
+#   --full     the full sweeps, as long as they take
+#   --tiny     steps of a few seconds, to check the whole chain (tests)
+#   --bpbench  the bpbench binary (default build/bench/bpbench)
+#   --out DIR  write there (default results/<UTC time>/, and results/latest
+#              points to it)
+#
+# Steps: the locks experiment with trivial jobs and with ~50 ns jobs, the
+# ring comparison, a pipeline run, a batch sweep, an RDMA loopback fill, a
+# pair of flame graphs, the report. Each step's table goes to STEP.txt, its
+# progress and errors to logs/STEP.err, its status to steps.tsv. A failed
+# step is reported and the rest still run; the exit status is then 1.
+# The step functions are called by name (step_$id); commas in arrays are
+# list values for bpbench options.
+# shellcheck disable=SC2317,SC2054
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+mode=quick bpbench=$root/build/bench/bpbench out=""
+usage() { # [status]: 0 for --help (stdout), else bad usage (stderr, 2)
+	if [ "${1:-2}" -eq 0 ]; then
+		sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+	fi
+	sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) mode=quick; shift ;;
+	--full) mode=full; shift ;;
+	--tiny) mode=tiny; shift ;;
+	--bpbench) [ $# -ge 2 ] || usage; bpbench=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+	--help | -h) usage 0 ;;
+	*) echo "showcase: unknown option '$1'" >&2; usage ;;
+	esac
+done
+[ -x "$bpbench" ] || { echo "showcase: no bpbench at $bpbench (build first: scripts/run.sh)" >&2; exit 1; }
+bpbench=$(cd "$(dirname "$bpbench")" && pwd)/$(basename "$bpbench")
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if [ -z "$out" ]; then
+	out=$root/results/$stamp
+	mkdir -p "$out" || exit 1
+	ln -sfn "$stamp" "$root/results/latest"
+fi
+mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
+: >"$out/steps.tsv"
+{
+	printf 'mode\t%s\n' "$mode"
+	printf 'started\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	printf 'loadavg_start\t%s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf 'bpbench\t%s\n' "$bpbench"
+} >"$out/showcase.tsv"
+
+has_sub() { "$bpbench" --help 2>&1 | grep -Eq "^  $1( |$)"; }
+has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
+
+# The steps: id, title, estimated seconds per mode (quick tiny full).
+ids=(locks locks-work50 ring pipeline sweep rdma-fill flame report)
+declare -A title est
+# (quick: measured on a shared 2-core VM.)
+title[locks]="locks, trivial jobs";              est[locks]="15 4 300"
+title[locks-work50]="locks, ~50 ns jobs";       est[locks-work50]="15 4 300"
+title[ring]="ring comparison";                   est[ring]="7 2 60"
+title[pipeline]="pipeline";                      est[pipeline]="12 3 120"
+title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
+title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="2 1 10"
+title[flame]="flame graphs";                     est[flame]="15 8 40"
+title[report]="report";                          est[report]="1 1 1"
+col=1
+[ $mode = tiny ] && col=2
+[ $mode = full ] && col=3
+estimate() { echo "${est[$1]}" | cut -d' ' -f$col; }
+
+fmt_time() { # seconds -> "1m20s" / "45s"
+	if [ "$1" -ge 60 ]; then printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); else printf '%ds' "$1"; fi
+}
+
+# Time left: the estimates of the steps not done yet, scaled by how the
+# finished steps compared with their own estimates (this machine's speed).
+done_est=0 done_real=0
+left_estimate() { # index of the step about to run
+	rest=0
+	for ((j = $1; j < ${#ids[@]}; j++)); do rest=$((rest + $(estimate "${ids[$j]}"))); done
+	if [ $done_est -gt 0 ]; then
+		# Clamped: one odd step should not make the estimate absurd.
+		f=$((100 * done_real / done_est))
+		[ $f -lt 50 ] && f=50
+		[ $f -gt 300 ] && f=300
+		rest=$((rest * f / 100))
+	fi
+	echo $rest
+}
+
+failed=""
+record() { # id status seconds note
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${title[$1]}" "$4" >>"$out/steps.tsv"
+}
+
+# run_step ID INDEX: runs step_ID; its stdout is the step's table (ID.txt).
+n_steps=${#ids[@]}
+run_step() {
+	id=$1 i=$2
+	left=$(left_estimate "$i")
+	[ "$left" -lt 1 ] && left=1
+	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) "$n_steps" "${title[$id]}" "$(fmt_time "$left")"
+	t0=$(date +%s)
+	"step_$id" >"$out/$id.txt" 2>"$out/logs/$id.err"
+	rc=$?
+	t=$(($(date +%s) - t0))
+	[ -s "$out/$id.txt" ] || rm -f "$out/$id.txt"
+	if [ $rc -eq 0 ]; then
+		# Only steps that ran to the end say how fast this machine is.
+		done_est=$((done_est + $(estimate "$id")))
+		done_real=$((done_real + (t > 0 ? t : 1)))
+		record "$id" ok "$t" ""
+		printf '      done in %s\n' "$(fmt_time $t)"
+	elif [ $rc -eq 77 ]; then
+		why=$(tail -n 1 "$out/logs/$id.err")
+		record "$id" skipped "$t" "$why"
+		printf '      skipped: %s\n' "$why"
+	else
+		why=$(grep -v '^ *$' "$out/logs/$id.err" | tail -n 1)
+		record "$id" failed "$t" "$why (exit $rc)"
+		failed="$failed $id"
+		printf '      FAILED (exit %d): %s\n' $rc "$why"
+		printf '      (all of it: %s)\n' "$out/logs/$id.err"
+	fi
+}
+
+need_sub() { # a subcommand the finished lab has; missing = the step fails
+	has_sub "$1" && return 0
+	echo "not run: bpbench has no '$1' subcommand" >&2
+	return 1
+}
+
+# --out DIR where the subcommand has it (table on stdout, CSV into DIR);
+# else the CSV on stdout, into the file, and the table is that CSV.
+table_and_csv() { # sub name args...
+	sub=$1 name=$2
+	shift 2
+	if has_opt "$sub" --out; then
+		if [ "$name" = "$sub" ]; then
+			"$bpbench" "$sub" "$@" --out "$out"
+		else
+			"$bpbench" "$sub" "$@" --out "$out" --name "$name"
+		fi
+	else
+		echo "bpbench $sub has no --out: CSV only" >&2
+		"$bpbench" "$sub" "$@" --csv >"$out/$name.csv" && cat "$out/$name.csv"
+	fi
+}
+
+step_locks() {
+	need_sub locks || return 1
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--threads 1,4 --batches 1,32 --runs 1 --ms 10) ;;
+	full) a=() ;;
+	esac
+	"$bpbench" locks "${a[@]}" --work-ns 0 --out "$out" --name locks
+}
+step_locks-work50() {
+	need_sub locks || return 1
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--threads 1,4 --batches 1,32 --runs 1 --ms 10) ;;
+	full) a=() ;;
+	esac
+	"$bpbench" locks "${a[@]}" --work-ns 50 --out "$out" --name locks-work50
+}
+step_ring() {
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--runs 1 --ms 10 --points 1x1,2x2 --batches 1,32 --no-single) ;;
+	full) a=() ;;
+	esac
+	table_and_csv ring ring "${a[@]}"
+}
+step_pipeline() {
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--sweep-only --workers 1,2 --batches 1,32 --waits spin-sleep --runs 1 --ms 10) ;;
+	full) a=() ;;
+	esac
+	table_and_csv pipeline pipeline "${a[@]}"
+}
+step_sweep() {
+	need_sub sweep || return 1
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--runs 1 --batches 1,32 -- --ms 10) ;;
+	full) a=() ;;
+	esac
+	# --out before the child's arguments: everything after -- is the child's.
+	b=()
+	for x in "${a[@]}"; do
+		if [ "$x" = -- ]; then b+=(--out "$out" --name sweep-pipeline); fi
+		b+=("$x")
+	done
+	[ "${#b[@]}" -eq "${#a[@]}" ] && b+=(--out "$out" --name sweep-pipeline)
+	"$bpbench" sweep pipeline "${b[@]}"
+}
+step_rdma-fill() {
+	if ! has_sub rdma-fill; then
+		echo "not run: bpbench has no rdma-fill (built without libfabric: -Drdma=enabled needs libfabric-dev)" >&2
+		return 77
+	fi
+	if command -v fi_info >/dev/null && ! fi_info -p 'tcp;ofi_rxm' >/dev/null 2>&1; then
+		echo "not run: libfabric offers no tcp;ofi_rxm provider here" >&2
+		return 77
+	fi
+	case $mode in
+	quick) a=(--bytes 128M --runs 1) ;;
+	tiny) a=(--bytes 16M --runs 1) ;;
+	full) a=(--runs 3) ;;
+	esac
+	# Loopback only: libfabric's tcp provider would pick eth0 otherwise.
+	if has_opt rdma-fill --out; then
+		FI_TCP_IFACE=lo "$bpbench" rdma-fill "${a[@]}" --out "$out"
+	else
+		FI_TCP_IFACE=lo "$bpbench" rdma-fill "${a[@]}"
+	fi
+}
+step_flame() {
+	fg=$root/bench/flamegraph.sh
+	fdir=$out/flame
+	case $mode in
+	quick) ms=2000 ;;
+	tiny) ms=200 ;;
+	full) ms=5000 ;;
+	esac
+	if has_sub locks; then
+		# The write-up's first and last step at 16 threads: mutex job queue
+		# and one-by-one results, against batchpipe's ring at both ends.
+		A=mutex B=batchpipe-ring
+		"$fg" --out "$fdir" --name "$A" -- "$bpbench" locks --variants mutex --threads 16 \
+			--batches 1 --runs 1 --ms "$ms" || return
+		"$fg" --out "$fdir" --name "$B" -- "$bpbench" locks --variants batchpipe-ring --threads 16 \
+			--batches 32 --runs 1 --ms "$ms" || return
+	else
+		echo "bpbench has no locks: profiling the ring comparison's mutex and batchpipe queues instead" >&2
+		A=ring-mutex B=ring-batchpipe
+		"$fg" --out "$fdir" --name "$A" -- "$bpbench" ring --queues mutex --points 4x4 \
+			--batches 32 --runs 1 --ms "$ms" --no-single || return
+		"$fg" --out "$fdir" --name "$B" -- "$bpbench" ring --queues batchpipe --points 4x4 \
+			--batches 32 --runs 1 --ms "$ms" --no-single || return
+	fi
+	"$fg" --compare "$A" "$B" --out "$fdir"
+}
+step_report() {
+	python3 "$root/scripts/report.py" "$out" >&2
+}
+
+for ((i = 0; i < n_steps; i++)); do
+	id=${ids[$i]}
+	if [ "$id" = report ]; then
+		printf 'finished\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >>"$out/showcase.tsv"
+		printf 'loadavg_end\t%s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/showcase.tsv"
+	fi
+	run_step "$id" "$i"
+done
+
+echo
+if [ -s "$out/summary.txt" ]; then
+	cat "$out/summary.txt"
+fi
+echo "results: $out"
+[ -f "$out/report.html" ] && echo "report:  $out/report.html  ($out/report.md)"
+if [ -n "$failed" ]; then
+	echo "FAILED steps:$failed (their logs: $out/logs/)"
+	exit 1
+fi
+exit 0
