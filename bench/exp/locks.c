@@ -1000,6 +1000,13 @@ static void lk_sprintf(struct lk_script *s, const char *fmt, ...)
 	s->len += (size_t)n;
 }
 
+/* one colour per variant in the best-B plot (gnuplot's default repeats) */
+#define LK_NCOLOURS 10
+static const char *const lk_colours[LK_NCOLOURS] = {
+	"#000000", "#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22",
+	"#8c564b", "#9467bd", "#17becf", "#1f77b4", "#2ca02c",
+};
+
 static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,
 		    double ymax)
 {
@@ -1012,7 +1019,8 @@ static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,
 			tmax = o->threads[t];
 	}
 	lk_sprintf(s,
-		   "set logscale xy\nset grid\nset key top left font ',8'\n"
+		   "set termoption noenhanced\nset samples 400\n"
+		   "set logscale xy\nset grid\nset key bottom left font ',8'\n"
 		   "set xrange [%g:%g]\nset yrange [%g:%g]\n"
 		   "set xlabel 'worker threads'\n"
 		   "set ylabel 'M results/s'\nset xtics (",
@@ -1022,7 +1030,7 @@ static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,
 			   o->threads[t]);
 	lk_sprintf(s, ")\n");
 	if (o->work_ns)
-		lk_sprintf(s, "ceil(x) = (x < %d ? x : %d) * %g\n", o->ncpus,
+		lk_sprintf(s, "cap(x) = (x < %d ? x : %d) * %g\n", o->ncpus,
 			   o->ncpus, 1e3 / o->work_ns_measured);
 }
 
@@ -1086,7 +1094,7 @@ static int lk_plots(const struct lk_opts *o, const struct lk_results *r)
 		}
 		if (o->work_ns) {
 			lk_sprintf(s,
-				   "%sceil(x) with lines dt 2 lc 'black' "
+				   "%scap(x) with lines dt 2 lc 'black' "
 				   "title 'ceiling'",
 				   sep);
 			sep = ", ";
@@ -1116,13 +1124,15 @@ static int lk_plots(const struct lk_opts *o, const struct lk_results *r)
 				continue;
 			lk_sprintf(s,
 				   "%s'%s' index %d using 1:2 with linespoints "
-				   "lw 2 title '%s'",
-				   sep, dat, best_index[v], o->vars[v]->name);
+				   "lw 2 lc rgb '%s' pt %d title '%s'",
+				   sep, dat, best_index[v],
+				   lk_colours[v % LK_NCOLOURS], v + 1,
+				   o->vars[v]->name);
 			sep = ", ";
 		}
 		if (o->work_ns) {
 			lk_sprintf(s,
-				   "%sceil(x) with lines dt 2 lc 'black' "
+				   "%scap(x) with lines dt 2 lc 'black' "
 				   "title 'compute ceiling'",
 				   sep);
 			sep = ", ";
