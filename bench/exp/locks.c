@@ -181,6 +181,8 @@ struct lk_worker {
 	unsigned tid;
 	pthread_t thread;
 	int err;
+	void **left; /* [nleft] results it still held at the end */
+	unsigned nleft;
 } __attribute__((aligned(BENCH_CACHELINE)));
 
 struct lk_run {
@@ -201,7 +203,14 @@ struct lk_run {
 	} cons __attribute__((aligned(BENCH_CACHELINE)));
 };
 
-/* Hand over results[0..n) completely; a negative errno on failure. */
+/*
+ * Hand over results[0..n): all of them, or, once the run is over, what the
+ * variant takes without waiting; the rest move to the front of results.
+ * Returns the count not handed over, or a negative errno. (A worker must not
+ * flush a whole batch after the stop: through a queue whose producers wait
+ * for one another, like ck_ring's MPMC enqueue, with more threads than
+ * CPUs, that takes a time slice per value.)
+ */
 static int lk_emit_all(struct lk_run *run, unsigned tid, void **results,
 		       unsigned n)
 {
@@ -213,14 +222,19 @@ static int lk_emit_all(struct lk_run *run, unsigned tid, void **results,
 
 		if (r < 0)
 			return r;
+		off += (unsigned)r;
+		/* relaxed: a time signal; the join publishes what is left */
+		if (off < n &&
+		    atomic_load_explicit(&run->stop, memory_order_relaxed))
+			break;
 		if (r == 0) {
 			bench_backoff_wait(&bo);
 			continue;
 		}
 		bench_backoff_reset(&bo);
-		off += (unsigned)r;
 	}
-	return 0;
+	memmove(results, results + off, (n - off) * sizeof(*results));
+	return (int)(n - off);
 }
 
 static void *lk_worker_main(void *arg)
@@ -249,9 +263,10 @@ static void *lk_worker_main(void *arg)
 		if (n == 0) {
 			if (held) {
 				rc = lk_emit_all(run, tid, res, held);
-				held = 0;
-				if (rc)
+				if (rc < 0)
 					break;
+				held = (unsigned)rc;
+				rc = 0;
 			} else if (!blocking) {
 				bench_backoff_wait(&bo);
 			}
@@ -263,16 +278,24 @@ static void *lk_worker_main(void *arg)
 				lk_result_value(lk_job_seq(jobs[i]), iters);
 		if (held == B) {
 			rc = lk_emit_all(run, tid, res, held);
-			held = 0;
-			if (rc)
+			if (rc < 0)
 				break;
+			held = (unsigned)rc;
+			rc = 0;
 		}
 	}
-	if (!rc && held)
+	if (!rc && held) {
 		rc = lk_emit_all(run, tid, res, held);
+		if (rc >= 0) {
+			held = (unsigned)rc;
+			rc = 0;
+		}
+	}
 	self->err = rc;
+	/* results never handed over: the experiment counts them as left */
+	self->left = res;
+	self->nleft = rc ? 0 : held;
 	free(jobs);
-	free(res);
 	return NULL;
 }
 
@@ -363,6 +386,13 @@ static void lk_collect_leftovers(struct lk_run *run, struct lk_outcome *out)
 	void *tmp[64];
 	int n;
 
+	for (unsigned w = 0; w < run->threads; w++) {
+		for (unsigned i = 0; i < run->workers[w].nleft; i++) {
+			out->inflight++;
+			out->inflight_sum += (uintptr_t)run->workers[w].left[i];
+		}
+		free(run->workers[w].left);
+	}
 	while ((n = var->take_jobs(run->v, 0, tmp, 64, 0)) > 0)
 		for (int i = 0; i < n; i++) {
 			uintptr_t j = (uintptr_t)tmp[i];
@@ -580,7 +610,8 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 
 	for (int v = 0; v < o->nvars; v++)
 		npts += o->nthreads * lk_nb(o, o->vars[v]);
-	order = bench_zalloc(sizeof(int) * (size_t)npts * 3);
+	order = bench_zalloc(sizeof(int) * (size_t)npts *
+			     4); /* + idx[3][npts] */
 	for (int run = 0; run < (int)o->runs; run++) {
 		int64_t t0 = bench_now_ns();
 		int n = 0, *idx = order + npts;
