@@ -13,9 +13,8 @@
  * variants, and it is the pipeline's own cost.
  *
  * Pinning follows the other variants: producer and sink on cpus[0] (the
- * consumer's place), worker i on cpus[(i + 1) % ncpus]. Every wait is
- * BP_WAIT_BUSY_POLL (spin, yield, never sleep), the library's counterpart of
- * the retry policy the other variants get.
+ * consumer's place), worker i on cpus[(i + 1) % ncpus]. Waits are the
+ * library's default policy.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -190,9 +189,9 @@ static void lk_pipeline_run(const struct lk_run_params *p,
 		c.max_inflight = p->c.batch;
 	/* like the other variants' queues: the whole pool fits */
 	c.ingress_capacity = p->c.capacity;
-	c.worker_wait.strategy = BP_WAIT_BUSY_POLL;
-	c.sink_wait.strategy = BP_WAIT_BUSY_POLL;
-	c.producer_wait.strategy = BP_WAIT_BUSY_POLL;
+	/* waits: the library's defaults (spin, yield, then sleep), what a
+	 * user gets; with more workers than CPUs the sleeping ones leave the
+	 * CPU to the producer and the sink */
 	for (int i = 0; i < p->ncpus; i++)
 		wcpus[i] = p->cpus[(i + 1) % p->ncpus];
 	c.worker_cpus = wcpus;
