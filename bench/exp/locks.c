@@ -904,6 +904,11 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		lk_json_num(f, h.mutex > 0 ? h.best / h.mutex : NAN);
 		fprintf(f, ",\"pipeline_mps\":");
 		lk_json_num(f, h.pipeline);
+		if (h.pipeline_b >= 0)
+			fprintf(f, ",\"pipeline_B\":%u",
+				o->batches[h.pipeline_b]);
+		else
+			fprintf(f, ",\"pipeline_B\":null");
 		fprintf(f, ",\"ceiling_mps\":");
 		lk_json_num(f, lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_pct_of_ceiling\":");
