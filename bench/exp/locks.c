@@ -1220,7 +1220,9 @@ static void lk_usage(FILE *f)
 		"--quick: 1,4,16)\n"
 		"  --batches LIST   batch sizes B, 1..%u (default "
 		"1,4,16,32,128; --quick: 1,32,128)\n"
-		"  --variants LIST  variants to run (default: all of them):\n",
+		"  --variants LIST  variants to run (default: all of them; "
+		"mutex does not batch\n"
+		"                   and runs at B = 1 only):\n",
 		LK_MAX_BATCH);
 	for (int i = 0; lk_variants[i]; i++)
 		fprintf(f, "                     %-19s %s\n",

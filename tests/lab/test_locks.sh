@@ -22,8 +22,9 @@ command -v gnuplot >/dev/null 2>&1 || {
 command -v python3 >/dev/null 2>&1 || fail "python3 is needed to read the JSON"
 
 small="--threads 1,2 --batches 1,8 --runs 1 --ms 5 --pool 256"
-variants=$("$BPBENCH" locks --help | awk '/--variants/ {on = 1; next}
-	on && /^                     [a-z]/ {print $1; next} on {exit}')
+# the variant names: the indented list under --variants in --help
+variants=$("$BPBENCH" locks --help | awk '/^  --variants/ {on = 1; next}
+	on && /^  --/ {exit} on && /^                     [a-z]/ {print $1}')
 [ -n "$variants" ] || fail "no variants listed by --help"
 
 # check_csv FILE: header, 5 fields a row, positive numbers, every variant
