@@ -76,7 +76,20 @@ struct lk_opts {
 
 /* ---- the work: calibration and the expected checksum -------------------- */
 
-/* Nanoseconds per job of lk_result(., iters), one thread: median of 5. */
+/* CPU time of the calling thread, ns. */
+static int64_t lk_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Nanoseconds per job of lk_result(., iters), one thread: median of 5. In
+ * the thread's CPU time, not wall time: on a shared machine the wall clock
+ * also counts the time other processes had the CPU.
+ */
 static double lk_time_work(uint64_t iters)
 {
 	double t[5];
@@ -84,13 +97,13 @@ static double lk_time_work(uint64_t iters)
 
 	for (int r = 0; r < 5; r++) {
 		uint64_t n = 0;
-		int64_t t0 = bench_now_ns(), t1;
+		int64_t t0 = lk_thread_cpu_ns(), t1;
 
 		do {
 			for (int i = 0; i < 4096; i++)
 				sink += lk_result(n + (uint64_t)i, iters);
 			n += 4096;
-			t1 = bench_now_ns();
+			t1 = lk_thread_cpu_ns();
 		} while (t1 - t0 < 20000000);
 		t[r] = (double)(t1 - t0) / (double)n;
 	}
@@ -425,6 +438,7 @@ static void lk_run_queue(const struct lk_opts *o, const struct lk_variant *var,
 			 unsigned threads, unsigned B, unsigned pool,
 			 struct lk_outcome *out)
 {
+	int64_t cpu0, wall0;
 	struct lk_run run = {.var = var,
 			     .threads = threads,
 			     .B = B,
@@ -466,9 +480,13 @@ static void lk_run_queue(const struct lk_opts *o, const struct lk_variant *var,
 			 o->cpus[(i + 1) % (unsigned)o->ncpus]);
 	}
 	pthread_barrier_wait(&run.start);
+	cpu0 = lk_process_cpu_ns();
+	wall0 = bench_now_ns();
 	bench_sleep_ns((int64_t)o->ms * 1000000);
 	/* relaxed: a time signal; the joins publish everything else */
 	atomic_store_explicit(&run.stop, 1, memory_order_relaxed);
+	cpu0 = lk_process_cpu_ns() - cpu0;
+	wall0 = bench_now_ns() - wall0;
 	if (var->wake_all)
 		var->wake_all(run.v);
 	pthread_join(run.cons.thread, NULL);
@@ -488,6 +506,8 @@ static void lk_run_queue(const struct lk_opts *o, const struct lk_variant *var,
 	out->checksum = run.cons.checksum;
 	out->window_count = run.cons.received;
 	out->window_ns = run.cons.t_end - run.cons.t_start;
+	out->cpu_ns = cpu0;
+	out->cpu_wall_ns = wall0;
 	lk_collect_leftovers(&run, out);
 
 	pthread_barrier_destroy(&run.start);
@@ -548,13 +568,35 @@ static unsigned lk_pool_for(const struct lk_opts *o, unsigned threads,
 
 struct lk_results {
 	int runs, nthreads, nbatches, nvars;
-	double *mps; /* [run][var][threads][batch], NaN: not run */
+	/* [run][var][threads][batch], NaN: not run */
+	double *mps;
+	double *cpus;	/* CPUs the process got in the window */
+	double *jobpct; /* % of that CPU time spent in the jobs' own work */
 };
+
+static size_t lk_index(const struct lk_results *r, int run, int v, int t, int b)
+{
+	return (((size_t)run * (size_t)r->nvars + (size_t)v) *
+			(size_t)r->nthreads +
+		(size_t)t) *
+		       (size_t)r->nbatches +
+	       (size_t)b;
+}
 
 static double *lk_cell(const struct lk_results *r, int run, int v, int t, int b)
 {
-	return &r->mps[((run * r->nvars + v) * r->nthreads + t) * r->nbatches +
-		       b];
+	return &r->mps[lk_index(r, run, v, t, b)];
+}
+
+/* Median over runs of one of the per-run arrays. */
+static double lk_median_of(const struct lk_results *r, const double *a, int v,
+			   int t, int b)
+{
+	double x[LK_MAX_RUNS];
+
+	for (int run = 0; run < r->runs; run++)
+		x[run] = a[lk_index(r, run, v, t, b)];
+	return bench_median(x, r->runs);
 }
 
 static double lk_median(const struct lk_results *r, int v, int t, int b,
@@ -571,9 +613,9 @@ static double lk_median(const struct lk_results *r, int v, int t, int b,
 	return bench_median(x, r->runs);
 }
 
-static double lk_run_point(const struct lk_opts *o,
-			   const struct lk_variant *var, unsigned threads,
-			   unsigned B)
+static void lk_run_point(const struct lk_opts *o, const struct lk_variant *var,
+			 unsigned threads, unsigned B, struct lk_results *res,
+			 size_t cell)
 {
 	unsigned pool = lk_pool_for(o, threads, B);
 	struct lk_outcome out;
@@ -600,7 +642,15 @@ static double lk_run_point(const struct lk_opts *o,
 	}
 	lk_verify(o, var, threads, B, &out);
 	/* results per microsecond = millions per second */
-	return (double)out.window_count * 1e3 / (double)out.window_ns;
+	res->mps[cell] = (double)out.window_count * 1e3 / (double)out.window_ns;
+	res->cpus[cell] = out.cpu_wall_ns > 0
+				  ? (double)out.cpu_ns / (double)out.cpu_wall_ns
+				  : NAN;
+	/* the results of the window, each worth one job's measured time */
+	res->jobpct[cell] = out.cpu_ns > 0 ? 100.0 * (double)out.window_count *
+						     o->work_ns_measured /
+						     (double)out.cpu_ns
+					   : NAN;
 }
 
 static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
@@ -630,8 +680,9 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 			const int *pt = idx + 3 * order[i];
 			const struct lk_variant *var = o->vars[pt[0]];
 
-			*lk_cell(res, run, pt[0], pt[1], pt[2]) = lk_run_point(
-				o, var, o->threads[pt[1]], lk_B(o, var, pt[2]));
+			lk_run_point(o, var, o->threads[pt[1]],
+				     lk_B(o, var, pt[2]), res,
+				     lk_index(res, run, pt[0], pt[1], pt[2]));
 		}
 		fprintf(stderr,
 			"bpbench locks: run %d/%u: %d points (%.1f s)\n",
@@ -736,6 +787,13 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 		if (!isnan(ceil))
 			fprintf(f, " = %.0f %% of the ceiling (%.2f M/s)",
 				100 * h.best / ceil, ceil);
+		fprintf(f, " [run got %.2f CPUs",
+			lk_median_of(r, r->cpus, h.best_v, t, h.best_b));
+		if (o->work_ns)
+			fprintf(f, ", %.0f %% of them in jobs",
+				lk_median_of(r, r->jobpct, h.best_v, t,
+					     h.best_b));
+		fprintf(f, "]");
 		if (!isnan(h.pipeline)) {
 			fprintf(f, " (%s: B=%u %.2f M/s", pn,
 				o->batches[h.pipeline_b], h.pipeline);
@@ -773,7 +831,8 @@ static void lk_print_table(const struct lk_opts *o, const struct lk_results *r)
 	       o->pool ? "fixed" : "max(4096, 8 x threads x B)");
 	if (o->work_ns)
 		printf("jobs: --work-ns %u -> %" PRIu64
-		       " LCG steps, measured %.2f ns per job on one thread;\n"
+		       " LCG steps, measured %.2f ns (thread CPU time) per job "
+		       "on one thread;\n"
 		       "compute ceiling = min(threads, %d CPUs) / %.2f ns = "
 		       "%.2f M results/s with every CPU\n",
 		       o->work_ns, o->iters, o->work_ns_measured, o->ncpus,
@@ -786,11 +845,21 @@ static void lk_print_table(const struct lk_opts *o, const struct lk_results *r)
 	       "mutex at the same threads%s\n",
 	       o->work_ns ? "; % ceil = of the compute ceiling at those threads"
 			  : "");
+	printf("CPUs = CPU time the process got in the window / the window (on "
+	       "a "
+	       "shared machine\nless than the usable CPUs)%s\n",
+	       o->work_ns ? "; job % = results x measured job time / that CPU "
+			    "time: the share\nof the CPU the run got that went "
+			    "into the jobs themselves"
+			  : "");
 	printf("(mutex does not batch: it runs at B = 1 only)\n\n");
 	printf("%7s  %-*s %6s %10s %9s", "threads", w, "variant", "best B",
 	       "M/s", "x mutex");
 	if (o->work_ns)
 		printf(" %7s", "% ceil");
+	printf(" %5s", "CPUs");
+	if (o->work_ns)
+		printf(" %6s", "job %");
 	printf("\n");
 	for (int t = 0; t < o->nthreads; t++) {
 		int b;
@@ -812,6 +881,14 @@ static void lk_print_table(const struct lk_opts *o, const struct lk_results *r)
 				printf(" %9s", "-");
 			if (o->work_ns)
 				printf(" %6.1f%%", 100 * m / ceil);
+			printf(" %5.2f",
+			       b >= 0 ? lk_median_of(r, r->cpus, v, t, b)
+				      : NAN);
+			if (o->work_ns)
+				printf(" %5.1f%%",
+				       b >= 0 ? lk_median_of(r, r->jobpct, v, t,
+							     b)
+					      : NAN);
 			printf("\n");
 		}
 	}
@@ -913,6 +990,16 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		lk_json_num(f, lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_pct_of_ceiling\":");
 		lk_json_num(f, 100 * h.best / lk_ceiling(o, o->threads[t]));
+		fprintf(f, ",\"best_cpus\":");
+		lk_json_num(f, h.best_v >= 0
+				       ? lk_median_of(r, r->cpus, h.best_v, t,
+						      h.best_b)
+				       : NAN);
+		fprintf(f, ",\"best_job_cpu_pct\":");
+		lk_json_num(f, h.best_v >= 0 && o->work_ns
+				       ? lk_median_of(r, r->jobpct, h.best_v, t,
+						      h.best_b)
+				       : NAN);
 		fprintf(f, "}");
 	}
 	fprintf(f, "],\n\"medians\":[");
@@ -1497,8 +1584,10 @@ int bench_locks_main(int argc, char **argv)
 	ncell = (size_t)o.runs * (size_t)o.nvars * (size_t)o.nthreads *
 		(size_t)o.nbatches;
 	res.mps = bench_zalloc(sizeof(double) * ncell);
+	res.cpus = bench_zalloc(sizeof(double) * ncell);
+	res.jobpct = bench_zalloc(sizeof(double) * ncell);
 	for (size_t i = 0; i < ncell; i++)
-		res.mps[i] = NAN;
+		res.mps[i] = res.cpus[i] = res.jobpct[i] = NAN;
 
 	lk_sweep(&o, &res);
 	fprintf(stderr,
@@ -1514,6 +1603,8 @@ int bench_locks_main(int argc, char **argv)
 	if (o.out && lk_write_out(&o, &res))
 		rc = 1;
 	free(res.mps);
+	free(res.cpus);
+	free(res.jobpct);
 	free(lk_prefix);
 	return rc;
 }

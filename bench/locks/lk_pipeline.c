@@ -220,7 +220,11 @@ static void lk_pipeline_run(const struct lk_run_params *p,
 		bench_die("bpbench locks: producer thread: %s\n", strerror(rc));
 	pthread_attr_destroy(&attr);
 	pthread_barrier_wait(&run.start);
+	out->cpu_ns = lk_process_cpu_ns();
+	out->cpu_wall_ns = bench_now_ns();
 	bench_sleep_ns((int64_t)p->ms * 1000000);
+	out->cpu_ns = lk_process_cpu_ns() - out->cpu_ns;
+	out->cpu_wall_ns = bench_now_ns() - out->cpu_wall_ns;
 	/* relaxed: a time signal; the join and the drain publish the rest */
 	atomic_store_explicit(&run.stop, 1, memory_order_relaxed);
 	pthread_join(prod, NULL);

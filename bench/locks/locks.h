@@ -30,6 +30,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 /* the batch size B applies: results (and, lock-free, jobs) move B at a time */
 #define LK_BATCHED 0x1u
@@ -71,6 +72,12 @@ struct lk_outcome {
 	uint64_t inflight_sum; /* the results those stand for */
 	uint64_t window_count; /* results received inside the window */
 	int64_t window_ns;     /* its length */
+	/*
+	 * CPU time the whole process used while the main thread slept through
+	 * the window, and that sleep's wall time: how many CPUs the run got
+	 * (on a shared machine, fewer than it asked for).
+	 */
+	int64_t cpu_ns, cpu_wall_ns;
 };
 
 struct lk_variant {
@@ -94,6 +101,15 @@ struct lk_variant {
 	/* instead of all of the above */
 	void (*run)(const struct lk_run_params *p, struct lk_outcome *out);
 };
+
+/* CPU time of every thread of this process, ns. */
+static inline int64_t lk_process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* The variants (lk_*.c), in display order; NULL-terminated (lk_registry.c). */
 extern const struct lk_variant lk_mutex, lk_mutex_batched;
