@@ -12,9 +12,10 @@
  * objects (a bp_job header each), the one difference from the value-moving
  * variants, and it is the pipeline's own cost.
  *
- * Pinning follows the other variants: producer and sink on cpus[0] (the
- * consumer's place), worker i on cpus[(i + 1) % ncpus]. Waits are the
- * library's default policy.
+ * Pinning continues the other variants' round-robin: the producer on
+ * cpus[0] (the consumer's place), worker i on cpus[(i + 1) % ncpus], and the
+ * sink, the one thread more, on the next CPU after the last worker. Waits
+ * are the library's default policy.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -196,7 +197,7 @@ static void lk_pipeline_run(const struct lk_run_params *p,
 		wcpus[i] = p->cpus[(i + 1) % p->ncpus];
 	c.worker_cpus = wcpus;
 	c.n_worker_cpus = (unsigned)p->ncpus;
-	c.sink_cpu = p->cpus[0];
+	c.sink_cpu = p->cpus[(p->c.threads + 1) % (unsigned)p->ncpus];
 	c.stage = &lk_pstage;
 	c.stage_ctx = &run;
 	c.sink = lk_psink;

@@ -54,8 +54,8 @@ struct lk_run_params {
 	struct lk_config c;
 	unsigned pool;	 /* jobs circulating */
 	uint64_t iters;	 /* work per job (lk_work) */
-	const int *cpus; /* pin: consumer side on cpus[0], worker i on */
-	int ncpus;	 /* cpus[(i + 1) % ncpus] */
+	const int *cpus; /* pin round-robin: consumer side first, on */
+	int ncpus;	 /* cpus[0]; worker i on cpus[(i + 1) % ncpus] */
 	unsigned ms;	 /* measuring window */
 };
 
