@@ -1449,11 +1449,16 @@ static int lk_parse(int argc, char **argv, struct lk_opts *o)
 		case 'c':
 			o->ncpus = bench_cpus_parse(optarg, o->cpus,
 						    BENCH_MAX_CPUS);
+			/* the ceiling counts CPUs: each one once */
+			for (int i = 1; o->ncpus > 0 && i < o->ncpus; i++)
+				for (int j = 0; j < i; j++)
+					if (o->cpus[j] == o->cpus[i])
+						o->ncpus = -1;
 			if (o->ncpus < 0) {
 				fprintf(stderr,
 					BENCH_CMD ": bad --cpus '%s' (syntax, "
-						  "or a CPU this process may "
-						  "not use)\n",
+						  "a CPU twice, or one this "
+						  "process may not use)\n",
 					optarg);
 				goto usage;
 			}

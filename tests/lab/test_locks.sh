@@ -85,7 +85,7 @@ done
 
 # bad usage: exit 2 with a message
 for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
-	"--pool 4 --batches 8" "--frobnicate"; do
+	"--pool 4 --batches 8" "--cpus 0,0" "--name a/b" "--frobnicate"; do
 	"$BPBENCH" locks $bad >/dev/null 2>"$tmp/bad.err"
 	rc=$?
 	[ $rc -eq 2 ] || fail "'$bad': exit $rc, expected 2"
