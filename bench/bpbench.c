@@ -22,6 +22,8 @@ static const struct bench_subcommand bench_subcommands[] = {
 	{"pipeline", bench_pipeline_main,
 	 "bp_pipeline end to end: throughput, latency, idle CPU, wake-up"},
 	{"sweep", bench_sweep_main, "batch-size sweeps of another subcommand"},
+	{"locks", bench_locks_main,
+	 "mutex vs spinlock vs lock-free job hand-offs (the 150x write-up)"},
 #if BP_HAVE_RDMA
 	{"rdma", bench_rdma_main,
 	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# bpbench locks with tiny parameters: the CSV is well formed and covers
+# every variant with positive numbers, --out writes CSV, JSON (with its
+# keys) and two PNGs, and a bad value is exit 2. Trivial jobs and a small
+# --work-ns. Never asserts a timing. Exit 0 pass, 77 skip (no gnuplot),
+# else fail.
+set -u
+: "${BPBENCH:?BPBENCH must name the bpbench binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+command -v gnuplot >/dev/null 2>&1 || {
+	echo "SKIP: gnuplot is not installed" >&2
+	exit 77
+}
+command -v python3 >/dev/null 2>&1 || fail "python3 is needed to read the JSON"
+
+small="--threads 1,2 --batches 1,8 --runs 1 --ms 5 --pool 256"
+# the variant names: the indented list under --variants in --help
+variants=$("$BPBENCH" locks --help | awk '/^  --variants/ {on = 1; next}
+	on && /^  --/ {exit} on && /^                     [a-z]/ {print $1}')
+[ -n "$variants" ] || fail "no variants listed by --help"
+
+# check_csv FILE: header, 5 fields a row, positive numbers, every variant
+check_csv() {
+	[ "$(head -n 1 "$1")" = "variant,threads,B,run,Mitems_per_s" ] ||
+		fail "$1: header is '$(head -n 1 "$1")'"
+	awk -F, 'NR > 1 {
+		if (NF != 5) { print "row " NR ": " NF " fields"; bad = 1 }
+		else if (!($2 > 0 && $3 > 0 && $4 >= 0 && $5 > 0)) {
+			print "row " NR ": not positive: " $0; bad = 1 }
+	} END { if (NR < 2) { print "no rows"; bad = 1 } exit bad }' "$1" ||
+		fail "$1: malformed rows"
+	for v in $variants; do
+		grep -q "^$v," "$1" || fail "$1: variant $v missing"
+	done
+}
+
+for work in 0 20; do
+	"$BPBENCH" locks $small --work-ns $work --csv >"$tmp/w$work.csv" \
+		2>"$tmp/w$work.err" ||
+		fail "--csv --work-ns $work: exit $? ($(tail -n 3 "$tmp/w$work.err"))"
+	check_csv "$tmp/w$work.csv"
+
+	out="$tmp/out$work"
+	"$BPBENCH" locks $small --work-ns $work --out "$out" --name lk \
+		>"$tmp/w$work.txt" 2>"$tmp/w$work.err" ||
+		fail "--out --work-ns $work: exit $? ($(tail -n 3 "$tmp/w$work.err"))"
+	grep -q "best batchpipe variant" "$tmp/w$work.txt" ||
+		fail "--work-ns $work: no headline in the table"
+	check_csv "$out/lk.csv"
+	python3 - "$out/lk.json" "$work" <<'PY' || fail "--work-ns $work: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+work = int(sys.argv[2])
+for k in ("work_ns", "work_ns_measured", "usable_cpus", "ceiling_mps",
+          "threads", "batches", "runs", "headline"):
+    assert k in d, "key %s missing" % k
+assert d["work_ns"] == work
+assert d["threads"] == [1, 2] and d["batches"] == [1, 8] and d["runs"] == 1
+assert d["work_ns_measured"] > 0 and d["usable_cpus"] >= 1
+assert (d["ceiling_mps"] is None) == (work == 0), d["ceiling_mps"]
+assert len(d["headline"]) == 2
+for h in d["headline"]:
+    for k in ("threads", "best_batchpipe", "best_B", "best_mps",
+              "mutex_mps", "ratio", "pipeline_mps"):
+        assert k in h, "headline key %s missing" % k
+    assert h["best_batchpipe"] in ("batchpipe-ring", "batchpipe-pipeline")
+    assert h["best_mps"] > 0 and h["mutex_mps"] > 0 and h["ratio"] > 0
+PY
+	for png in lk-threads.png lk-best.png; do
+		f="$out/$png"
+		[ -s "$f" ] || fail "$f missing or empty"
+		sig=$(od -An -tx1 -N8 "$f" | tr -d ' \n')
+		[ "$sig" = "89504e470d0a1a0a" ] || fail "$f is not a PNG ($sig)"
+	done
+	[ -s "$out/lk-plot.dat" ] || fail "$out/lk-plot.dat missing"
+done
+
+# bad usage: exit 2 with a message
+for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
+	"--pool 4 --batches 8" "--cpus 0,0" "--name a/b" "--frobnicate"; do
+	"$BPBENCH" locks $bad >/dev/null 2>"$tmp/bad.err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "'$bad': exit $rc, expected 2"
+	[ -s "$tmp/bad.err" ] || fail "'$bad': no message"
+done
+echo "PASS"
+exit 0
