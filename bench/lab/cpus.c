@@ -6,6 +6,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
 
 int bench_cpus_available(int *cpus, int max)
 {
@@ -84,4 +87,21 @@ int bench_attr_pin(pthread_attr_t *attr, int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return pthread_attr_setaffinity_np(attr, sizeof(set), &set);
+}
+
+void bench_spawn_pinned(pthread_t *t, void *(*fn)(void *), void *arg, int cpu,
+			const char *who)
+{
+	pthread_attr_t attr;
+	int rc;
+
+	pthread_attr_init(&attr);
+	rc = bench_attr_pin(&attr, cpu);
+	if (rc)
+		bench_die("%s: cannot pin to CPU %d: %s\n", who, cpu,
+			  strerror(rc));
+	rc = pthread_create(t, &attr, fn, arg);
+	if (rc)
+		bench_die("%s: pthread_create: %s\n", who, strerror(rc));
+	pthread_attr_destroy(&attr);
 }

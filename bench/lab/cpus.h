@@ -26,4 +26,11 @@ void bench_cpus_format(const int *cpus, int n, char *buf, size_t len);
 /* Pin threads created with *attr to one CPU. Returns 0 or an errno. */
 int bench_attr_pin(pthread_attr_t *attr, int cpu);
 
+/*
+ * Start fn(arg) in a thread pinned to cpu; on a failure bench_die with
+ * `who` ("bpbench locks") in the message.
+ */
+void bench_spawn_pinned(pthread_t *t, void *(*fn)(void *), void *arg, int cpu,
+			const char *who);
+
 #endif /* BPBENCH_CPUS_H */

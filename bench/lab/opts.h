@@ -97,19 +97,25 @@ bench_opt_fn bench_opt_runs, bench_opt_ms, bench_opt_quick, bench_opt_csv,
 	{                                                                      \
 		"cpus", "LIST", bench_opt_cpus, help                           \
 	}
-#define BENCH_OPT_OUT                                                          \
+/*
+ * --out and --name with the shared handlers; the _HELP forms for a
+ * subcommand that writes more than DIR/NAME.csv or names its files itself.
+ */
+#define BENCH_OPT_OUT_HELP(help)                                               \
 	{                                                                      \
-		"out", "DIR", bench_opt_out,                                   \
-			"print the usual output and also write the CSV to "    \
-			"DIR/NAME.csv\n"                                       \
-			"(DIR is created)"                                     \
+		"out", "DIR", bench_opt_out, help                              \
+	}
+#define BENCH_OPT_OUT                                                          \
+	BENCH_OPT_OUT_HELP("print the usual output and also write the CSV to " \
+			   "DIR/NAME.csv\n"                                    \
+			   "(DIR is created)")
+#define BENCH_OPT_NAME_HELP(help)                                              \
+	{                                                                      \
+		"name", "NAME", bench_opt_name, help                           \
 	}
 #define BENCH_OPT_NAME                                                         \
-	{                                                                      \
-		"name", "NAME", bench_opt_name,                                \
-			"file name for --out, without .csv (default: the "     \
-			"subcommand)"                                          \
-	}
+	BENCH_OPT_NAME_HELP("file name for --out, without .csv (default: the " \
+			    "subcommand)")
 #define BENCH_OPT_HELP                                                         \
 	{                                                                      \
 		"help", NULL, NULL, "this text"                                \

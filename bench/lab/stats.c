@@ -49,6 +49,15 @@ double bench_max(const double *v, int n)
 	return r;
 }
 
+double bench_median_range(double *v, int n, double *min, double *max)
+{
+	if (min)
+		*min = bench_min(v, n);
+	if (max)
+		*max = bench_max(v, n);
+	return bench_median(v, n);
+}
+
 static int bench_cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -13,6 +13,8 @@
 double bench_median(double *v, int n);
 double bench_min(const double *v, int n);
 double bench_max(const double *v, int n);
+/* The median of v (sorted in place), and its min and max where not NULL. */
+double bench_median_range(double *v, int n, double *min, double *max);
 
 /* Latency samples: sort them, then read nearest-rank percentiles off. */
 void bench_sort_i64(int64_t *v, size_t n);
