@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lk_report.c - what `bpbench locks` reports (lk_experiment.h): medians
+ * over runs, each variant's best B, the tables, the headline, the CSV and
+ * the JSON of --out (the showcase's report reads its keys).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "lk_experiment.h"
+
+/* ---- medians and bests -------------------------------------------------- */
+
+static double *lk_cell(const struct lk_results *r, int run, int v, int t, int b)
+{
+	return &r->mps[lk_index(r, run, v, t, b)];
+}
+
+/* Median over runs of one of the per-run arrays. */
+static double lk_median_of(const struct lk_results *r, const double *a, int v,
+			   int t, int b)
+{
+	double x[LK_MAX_RUNS];
+
+	for (int run = 0; run < r->runs; run++)
+		x[run] = a[lk_index(r, run, v, t, b)];
+	return bench_median(x, r->runs);
+}
+
+double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
+		 double *max)
+{
+	double x[LK_MAX_RUNS];
+
+	for (int run = 0; run < r->runs; run++)
+		x[run] = *lk_cell(r, run, v, t, b);
+	return bench_median_range(x, r->runs, min, max);
+}
+
+double lk_best(const struct lk_opts *o, const struct lk_results *r, int v,
+	       int t, int *best_b)
+{
+	double best = NAN;
+
+	*best_b = -1;
+	for (int b = 0; b < lk_nb(o, o->vars[v]); b++) {
+		double m = lk_median(r, v, t, b, NULL, NULL);
+
+		if (!isnan(m) && (isnan(best) || m > best)) {
+			best = m;
+			*best_b = b;
+		}
+	}
+	return best;
+}
+
+static int lk_find_var(const struct lk_opts *o, const struct lk_variant *v)
+{
+	for (int i = 0; i < o->nvars; i++)
+		if (o->vars[i] == v)
+			return i;
+	return -1;
+}
+
+struct lk_headline {
+	int best_v, best_b; /* -1: no batchpipe variant ran */
+	double best, mutex, pipeline;
+	int pipeline_b;
+};
+
+static void lk_headline(const struct lk_opts *o, const struct lk_results *r,
+			int t, struct lk_headline *h)
+{
+	int mv = lk_find_var(o, &lk_mutex),
+	    pv = lk_find_var(o, &lk_batchpipe_pipeline), b;
+
+	h->best_v = h->best_b = h->pipeline_b = -1;
+	h->best = h->mutex = h->pipeline = NAN;
+	for (int v = 0; v < o->nvars; v++) {
+		double m;
+
+		if (!(o->vars[v]->flags & LK_BATCHPIPE))
+			continue;
+		m = lk_best(o, r, v, t, &b);
+		if (!isnan(m) && (isnan(h->best) || m > h->best)) {
+			h->best = m;
+			h->best_v = v;
+			h->best_b = b;
+		}
+	}
+	if (mv >= 0)
+		h->mutex = lk_best(o, r, mv, t, &b);
+	if (pv >= 0)
+		h->pipeline = lk_best(o, r, pv, t, &h->pipeline_b);
+}
+
+static void lk_print_headlines(FILE *f, const struct lk_opts *o,
+			       const struct lk_results *r)
+{
+	for (int t = 0; t < o->nthreads; t++) {
+		struct lk_headline h;
+		double ceil = lk_ceiling(o, o->threads[t]);
+		const char *pn = lk_batchpipe_pipeline.name;
+
+		lk_headline(o, r, t, &h);
+		if (h.best_v < 0)
+			continue;
+		fprintf(f, "%u threads, ", o->threads[t]);
+		if (o->work_ns)
+			fprintf(f, "%u ns jobs", o->work_ns);
+		else
+			fprintf(f, "trivial");
+		fprintf(f, ": best batchpipe variant = %s (B=%u) %.2f M/s",
+			o->vars[h.best_v]->name,
+			lk_B(o, o->vars[h.best_v], h.best_b), h.best);
+		if (!isnan(h.mutex) && h.mutex > 0)
+			fprintf(f, " = %.0fx mutex", h.best / h.mutex);
+		if (!isnan(ceil))
+			fprintf(f, " = %.0f %% of the ceiling (%.2f M/s)",
+				100 * h.best / ceil, ceil);
+		fprintf(f, " [run got %.2f CPUs",
+			lk_median_of(r, r->cpus, h.best_v, t, h.best_b));
+		if (o->work_ns)
+			fprintf(f, ", %.0f %% of them in jobs",
+				lk_median_of(r, r->jobpct, h.best_v, t,
+					     h.best_b));
+		fprintf(f, "]");
+		if (!isnan(h.pipeline)) {
+			fprintf(f, " (%s: B=%u %.2f M/s", pn,
+				o->batches[h.pipeline_b], h.pipeline);
+			if (!isnan(h.mutex) && h.mutex > 0)
+				fprintf(f, " = %.0fx mutex",
+					h.pipeline / h.mutex);
+			if (!isnan(ceil))
+				fprintf(f, " = %.0f %% of the ceiling",
+					100 * h.pipeline / ceil);
+			fprintf(f, ")");
+		}
+		fprintf(f, "\n");
+	}
+}
+
+static int lk_name_width(const struct lk_opts *o)
+{
+	int w = 7;
+
+	for (int v = 0; v < o->nvars; v++)
+		if ((int)strlen(o->vars[v]->name) > w)
+			w = (int)strlen(o->vars[v]->name);
+	return w;
+}
+
+/* A number with prec decimals and a '%' after it, or "-" for NaN. */
+static void lk_table_pct(struct bench_table *t, double v, int prec)
+{
+	if (isnan(v))
+		bench_table_str(t, "-");
+	else
+		bench_table_fmt(t, "%.*f%%", prec, v);
+}
+
+/* What the numbers are: printed above the tables. */
+static void lk_print_legend(FILE *f, const struct lk_opts *o)
+{
+	char cpus[256];
+
+	bench_cpus_format(o->a.cpus, o->a.ncpus, cpus, sizeof(cpus));
+	fprintf(f,
+		"bpbench locks: %u runs x %u ms per point, CPUs %s (%d "
+		"usable), seed %" PRIu64 ", pool %s\n",
+		o->a.runs, o->a.ms, cpus, o->a.ncpus, o->a.seed,
+		o->pool ? "fixed" : "max(4096, 8 x threads x B)");
+	if (o->work_ns)
+		fprintf(f,
+			"jobs: --work-ns %u -> %" PRIu64
+			" LCG steps, measured %.2f ns (thread CPU time) per "
+			"job on one thread;\n"
+			"compute ceiling = min(threads, %d CPUs) / %.2f ns = "
+			"%.2f M results/s with every CPU\n",
+			o->work_ns, o->iters, o->work_ns_measured, o->a.ncpus,
+			o->work_ns_measured,
+			lk_ceiling(o, (unsigned)o->a.ncpus));
+	else
+		fprintf(f,
+			"jobs: trivial (one multiply, measured %.2f ns per job "
+			"on one thread): hand-offs are everything\n",
+			o->work_ns_measured);
+	fprintf(f,
+		"median M results/s at each variant's best B; x mutex = over "
+		"mutex at the same threads%s\n",
+		o->work_ns
+			? "; % ceil = of the compute ceiling at those threads"
+			: "");
+	fprintf(f,
+		"CPUs = CPU time the process got in the window / the window "
+		"(on a shared machine\nless than the usable CPUs)%s\n",
+		o->work_ns ? "; job % = results x measured job time / that "
+			     "CPU time: the share\nof the CPU the run got that "
+			     "went into the jobs themselves"
+			   : "");
+	fprintf(f, "(mutex does not batch: it runs at B = 1 only)\n\n");
+}
+
+/* Every variant at its best B, per thread count. */
+static void lk_print_best(FILE *f, const struct lk_opts *o,
+			  const struct lk_results *r)
+{
+	int mv = lk_find_var(o, &lk_mutex);
+	struct bench_table t;
+
+	bench_table_init(&t, f);
+	bench_table_col(&t, "threads", 7, BENCH_RIGHT);
+	bench_table_col(&t, "variant", lk_name_width(o), BENCH_LEFT);
+	bench_table_col(&t, "best B", 6, BENCH_RIGHT);
+	bench_table_col(&t, "M/s", 10, BENCH_RIGHT);
+	bench_table_col(&t, "x mutex", 8, BENCH_RIGHT);
+	if (o->work_ns)
+		bench_table_col(&t, "% ceil", 6, BENCH_RIGHT);
+	bench_table_col(&t, "CPUs", 5, BENCH_RIGHT);
+	if (o->work_ns)
+		bench_table_col(&t, "job %", 6, BENCH_RIGHT);
+	bench_table_head(&t);
+	for (int th = 0; th < o->nthreads; th++) {
+		int b;
+		double mutex = mv >= 0 ? lk_best(o, r, mv, th, &b) : NAN;
+		double ceil = lk_ceiling(o, o->threads[th]);
+
+		for (int v = 0; v < o->nvars; v++) {
+			double m = lk_best(o, r, v, th, &b);
+
+			if (v == 0)
+				bench_table_fmt(&t, "%u", o->threads[th]);
+			else
+				bench_table_str(&t, "");
+			bench_table_str(&t, o->vars[v]->name);
+			if (b >= 0)
+				bench_table_fmt(&t, "%u",
+						lk_B(o, o->vars[v], b));
+			else
+				bench_table_str(&t, "-");
+			bench_table_num(&t, m, 3);
+			bench_table_num(&t, mutex > 0 ? m / mutex : NAN, 1);
+			if (o->work_ns)
+				lk_table_pct(&t, 100 * m / ceil, 1);
+			bench_table_num(
+				&t,
+				b >= 0 ? lk_median_of(r, r->cpus, v, th, b)
+				       : NAN,
+				2);
+			if (o->work_ns)
+				lk_table_pct(&t,
+					     b >= 0 ? lk_median_of(r, r->jobpct,
+								   v, th, b)
+						    : NAN,
+					     1);
+		}
+	}
+}
+
+/* Every (variant, B): the median at each thread count. */
+static void lk_print_all(FILE *f, const struct lk_opts *o,
+			 const struct lk_results *r)
+{
+	static char heads[LK_MAX_TLIST][16];
+	struct bench_table t;
+
+	fprintf(f, "\nevery (variant, B): median M results/s by worker "
+		   "threads (every run: --csv)\n");
+	bench_table_init(&t, f);
+	bench_table_col(&t, "variant", lk_name_width(o), BENCH_LEFT);
+	bench_table_col(&t, "B", 4, BENCH_RIGHT);
+	for (int th = 0; th < o->nthreads; th++) {
+		snprintf(heads[th], sizeof(heads[th]), "%u", o->threads[th]);
+		bench_table_col(&t, heads[th], 8, BENCH_RIGHT);
+	}
+	bench_table_head(&t);
+	for (int v = 0; v < o->nvars; v++)
+		for (int b = 0; b < lk_nb(o, o->vars[v]); b++) {
+			bench_table_str(&t, o->vars[v]->name);
+			bench_table_fmt(&t, "%u", lk_B(o, o->vars[v], b));
+			for (int th = 0; th < o->nthreads; th++)
+				bench_table_num(
+					&t, lk_median(r, v, th, b, NULL, NULL),
+					3);
+		}
+}
+
+void lk_print_table(FILE *f, const void *report)
+{
+	const struct lk_report *rep = report;
+
+	lk_print_legend(f, rep->o);
+	lk_print_best(f, rep->o, rep->r);
+	lk_print_all(f, rep->o, rep->r);
+	fprintf(f, "\n");
+	lk_print_headlines(f, rep->o, rep->r);
+}
+
+void lk_print_csv(FILE *f, const void *report)
+{
+	const struct lk_report *rep = report;
+	const struct lk_opts *o = rep->o;
+	const struct lk_results *r = rep->r;
+
+	fprintf(f, "variant,threads,B,run,Mitems_per_s\n");
+	for (int v = 0; v < o->nvars; v++)
+		for (int t = 0; t < o->nthreads; t++)
+			for (int b = 0; b < lk_nb(o, o->vars[v]); b++)
+				for (int run = 0; run < r->runs; run++) {
+					double x = *lk_cell(r, run, v, t, b);
+
+					if (!isnan(x))
+						fprintf(f, "%s,%u,%u,%d,%.4f\n",
+							o->vars[v]->name,
+							o->threads[t],
+							lk_B(o, o->vars[v], b),
+							run, x);
+				}
+}
+
+/* A JSON number, or null for NaN / infinity. */
+static void lk_json_num(FILE *f, double x)
+{
+	if (isfinite(x))
+		fprintf(f, "%.4f", x);
+	else
+		fprintf(f, "null");
+}
+
+static void lk_write_json(FILE *f, const struct lk_opts *o,
+			  const struct lk_results *r)
+{
+	fprintf(f,
+		"{\"benchmark\":\"locks\",\"work_ns\":%u,\"work_iters\":"
+		"%" PRIu64 ",\"work_ns_measured\":",
+		o->work_ns, o->iters);
+	lk_json_num(f, o->work_ns_measured);
+	fprintf(f, ",\"usable_cpus\":%d,\"ceiling_mps\":", o->a.ncpus);
+	lk_json_num(f, lk_ceiling(o, (unsigned)o->a.ncpus));
+	fprintf(f, ",\"runs\":%u,\"ms\":%u,\"seed\":%" PRIu64 ",\"threads\":[",
+		o->a.runs, o->a.ms, o->a.seed);
+	for (int t = 0; t < o->nthreads; t++)
+		fprintf(f, "%s%u", t ? "," : "", o->threads[t]);
+	fprintf(f, "],\"batches\":[");
+	for (int b = 0; b < o->nbatches; b++)
+		fprintf(f, "%s%u", b ? "," : "", o->batches[b]);
+	fprintf(f, "],\"variants\":[");
+	for (int v = 0; v < o->nvars; v++)
+		fprintf(f, "%s\"%s\"", v ? "," : "", o->vars[v]->name);
+	fprintf(f, "],\n\"headline\":[");
+	for (int t = 0; t < o->nthreads; t++) {
+		struct lk_headline h;
+
+		lk_headline(o, r, t, &h);
+		fprintf(f, "%s\n {\"threads\":%u,\"best_batchpipe\":",
+			t ? "," : "", o->threads[t]);
+		if (h.best_v >= 0)
+			fprintf(f, "\"%s\",\"best_B\":%u",
+				o->vars[h.best_v]->name,
+				lk_B(o, o->vars[h.best_v], h.best_b));
+		else
+			fprintf(f, "null,\"best_B\":null");
+		fprintf(f, ",\"best_mps\":");
+		lk_json_num(f, h.best);
+		fprintf(f, ",\"mutex_mps\":");
+		lk_json_num(f, h.mutex);
+		fprintf(f, ",\"ratio\":");
+		lk_json_num(f, h.mutex > 0 ? h.best / h.mutex : NAN);
+		fprintf(f, ",\"pipeline_mps\":");
+		lk_json_num(f, h.pipeline);
+		if (h.pipeline_b >= 0)
+			fprintf(f, ",\"pipeline_B\":%u",
+				o->batches[h.pipeline_b]);
+		else
+			fprintf(f, ",\"pipeline_B\":null");
+		fprintf(f, ",\"ceiling_mps\":");
+		lk_json_num(f, lk_ceiling(o, o->threads[t]));
+		fprintf(f, ",\"best_pct_of_ceiling\":");
+		lk_json_num(f, 100 * h.best / lk_ceiling(o, o->threads[t]));
+		fprintf(f, ",\"best_cpus\":");
+		lk_json_num(f, h.best_v >= 0
+				       ? lk_median_of(r, r->cpus, h.best_v, t,
+						      h.best_b)
+				       : NAN);
+		fprintf(f, ",\"best_job_cpu_pct\":");
+		lk_json_num(f, h.best_v >= 0 && o->work_ns
+				       ? lk_median_of(r, r->jobpct, h.best_v, t,
+						      h.best_b)
+				       : NAN);
+		fprintf(f, "}");
+	}
+	fprintf(f, "],\n\"medians\":[");
+	for (int v = 0, sep = 0; v < o->nvars; v++)
+		for (int t = 0; t < o->nthreads; t++)
+			for (int b = 0; b < lk_nb(o, o->vars[v]); b++) {
+				fprintf(f,
+					"%s\n "
+					"{\"variant\":\"%s\",\"threads\":%u,"
+					"\"B\":%u,\"mps\":",
+					sep++ ? "," : "", o->vars[v]->name,
+					o->threads[t], lk_B(o, o->vars[v], b));
+				lk_json_num(f,
+					    lk_median(r, v, t, b, NULL, NULL));
+				fprintf(f, "}");
+			}
+	fprintf(f, "]}\n");
+}
+
+/* ---- --out -------------------------------------------------------------- */
+
+FILE *lk_open(const struct lk_opts *o, const char *suffix, char *path,
+	      size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s%s", o->a.out, o->a.name, suffix);
+	f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "bpbench locks: cannot write %s: %s\n", path,
+			strerror(errno));
+	return f;
+}
+
+int lk_write_out(const struct lk_report *rep)
+{
+	char path[4096];
+	FILE *f = lk_open(rep->o, ".json", path, sizeof(path));
+
+	if (!f)
+		return -1;
+	lk_write_json(f, rep->o, rep->r);
+	if (fclose(f))
+		return -1;
+	return lk_plots(rep->o, rep->r);
+}
