@@ -13,6 +13,7 @@
  *   backoff.h  the retry policy of every queue when full or empty
  *   opts.h     the shared option parser and usage text
  *   csv.h      output: --csv, --json, the table, --out DIR
+ *   csvread.h  reading another subcommand's CSV
  *   table.h    aligned text tables
  *
  * plot.h (gnuplot) and queues.h (the ring's competitors) are included by
@@ -30,6 +31,7 @@
 #include "clock.h"
 #include "cpus.h"
 #include "csv.h"
+#include "csvread.h"
 #include "errors.h"
 #include "hist.h"
 #include "lists.h"
