@@ -21,7 +21,6 @@
  * row). The presets choose child options that give one row.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -125,10 +124,8 @@ struct sw_opts {
 	char depth[16];	   /* rdma: "--depth" value, "" if param2 is depth */
 	char **extra;
 	int nextra;
-	unsigned runs;
-	uint64_t seed;
-	int quick, csv;
-	const char *out, *name;
+	struct bench_args a;  /* runs, seed, quick, csv, out, name */
+	int b_set, param_set; /* --batches, --param given */
 	char name_buf[SW_NAME_LEN + 8];
 };
 
@@ -248,62 +245,6 @@ static void sw_dump_stderr(FILE *errf)
 
 /* ---- the child's CSV ---------------------------------------------------- */
 
-/* Split line s at commas in place; returns the field count, or -1. */
-static int sw_split(char *s, char **f, int max)
-{
-	int n = 0;
-
-	for (;;) {
-		if (n >= max)
-			return -1;
-		f[n++] = s;
-		s = strchr(s, ',');
-		if (!s)
-			return n;
-		*s++ = '\0';
-	}
-}
-
-static int sw_col(char **h, int n, const char *name)
-{
-	for (int i = 0; name && i < n; i++)
-		if (!strcmp(h[i], name))
-			return i;
-	return -1;
-}
-
-static int sw_number(const char *s, double *v)
-{
-	char *end;
-
-	if (!*s)
-		return -1;
-	errno = 0;
-	*v = strtod(s, &end);
-	return errno || *end || !isfinite(*v) ? -1 : 0;
-}
-
-/* The next line of *p (NUL-terminated in place, '\r' dropped), or NULL. */
-static char *sw_line(char **p)
-{
-	char *s = *p, *nl;
-	size_t n;
-
-	if (!*s)
-		return NULL;
-	nl = strchr(s, '\n');
-	if (nl) {
-		*nl = '\0';
-		*p = nl + 1;
-	} else {
-		*p = s + strlen(s);
-	}
-	n = strlen(s);
-	if (n && s[n - 1] == '\r')
-		s[n - 1] = '\0';
-	return s;
-}
-
 /*
  * Read the first CSV block of `text` (the header, then rows up to a blank
  * line or a line with another field count: pipeline appends tagged blocks
@@ -318,18 +259,18 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 	static double tv[SW_MAX_ROWS], pv[SW_MAX_ROWS];
 	int nh, ti, pi = -1, fi = -1, nrows = 0, lineno = 1;
 
-	line = sw_line(&p);
+	line = bench_csv_line(&p);
 	if (!line || !*line) {
 		fprintf(stderr, "%s: the child printed no CSV\n", BENCH_CMD);
 		return -1;
 	}
-	nh = sw_split(line, h, SW_MAX_COLS);
+	nh = bench_csv_split(line, h, SW_MAX_COLS);
 	if (nh < 0) {
 		fprintf(stderr, "%s: the child's CSV has over %d columns\n",
 			BENCH_CMD, SW_MAX_COLS);
 		return -1;
 	}
-	ti = sw_col(h, nh, o->tput);
+	ti = bench_csv_col(h, nh, o->tput);
 	if (ti < 0) {
 		fprintf(stderr,
 			"%s: no column '%s' in the child's CSV header\n",
@@ -337,7 +278,7 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 		return -1;
 	}
 	for (int i = 0; i < 2 && pi < 0; i++)
-		pi = sw_col(h, nh, o->p99[i]);
+		pi = bench_csv_col(h, nh, o->p99[i]);
 	if (pi < 0 && o->p99_user) {
 		fprintf(stderr,
 			"%s: no column '%s' in the child's CSV header\n",
@@ -345,7 +286,7 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 		return -1;
 	}
 	if (o->rows_val) {
-		fi = sw_col(h, nh, o->rows_col);
+		fi = bench_csv_col(h, nh, o->rows_col);
 		if (fi < 0) {
 			fprintf(stderr,
 				"%s: no column '%s' (--rows) in the child's "
@@ -365,8 +306,8 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 			BENCH_CMD);
 		return -1;
 	}
-	while ((line = sw_line(&p)) != NULL && *line) {
-		int n = sw_split(line, f, SW_MAX_COLS);
+	while ((line = bench_csv_line(&p)) != NULL && *line) {
+		int n = bench_csv_split(line, f, SW_MAX_COLS);
 
 		lineno++;
 		if (n != nh)
@@ -378,7 +319,7 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 				BENCH_CMD, SW_MAX_ROWS);
 			return -1;
 		}
-		if (sw_number(f[ti], &tv[nrows])) {
+		if (bench_csv_number(f[ti], &tv[nrows])) {
 			fprintf(stderr,
 				"%s: CSV line %d: throughput '%s' is not a "
 				"number\n",
@@ -386,7 +327,7 @@ static int sw_parse_csv(const struct sw_opts *o, char *text,
 			return -1;
 		}
 		pv[nrows] = NAN;
-		if (pi >= 0 && *f[pi] && sw_number(f[pi], &pv[nrows])) {
+		if (pi >= 0 && *f[pi] && bench_csv_number(f[pi], &pv[nrows])) {
 			fprintf(stderr,
 				"%s: CSV line %d: p99 '%s' is not a number\n",
 				BENCH_CMD, lineno, f[pi]);
@@ -548,7 +489,7 @@ static int sw_sweep(const struct sw_opts *o, struct sw_results *r)
 {
 	int npts = r->nb * r->np;
 	int order[SW_MAX_B * SW_MAX_P2];
-	uint64_t rng = o->seed;
+	uint64_t rng = o->a.seed;
 	int64_t t0 = bench_now_ns();
 
 	for (int run = 0; run < r->runs; run++) {
@@ -623,89 +564,107 @@ static double sw_med(double *a, const struct sw_results *r, int p2, int b,
 
 	for (int run = 0; run < r->runs; run++)
 		v[run] = *sw_cell(a, r, run, p2, b);
-	if (lo)
-		*lo = bench_min(v, r->runs);
-	if (hi)
-		*hi = bench_max(v, r->runs);
-	return bench_median(v, r->runs);
+	return bench_median_range(v, r->runs, lo, hi);
 }
 
-static void sw_print_table(const struct sw_opts *o, struct sw_results *r)
+/* What the printers get (bench_emit's ctx). */
+struct sw_report {
+	const struct sw_opts *o;
+	const struct sw_results *r;
+};
+
+/* What was run and what the columns are: printed above the table. */
+static void sw_print_legend(FILE *f, const struct sw_opts *o,
+			    const struct sw_results *r)
 {
-	char tu[SW_NAME_LEN], pu[SW_NAME_LEN], th[96], ph[96];
 	char *args[SW_MAX_ARGS + 8], bval[16];
 	int has_p99 = r->cols.p99[0] != '\0';
 	int preset_note = o->preset && !o->p99_user && o->preset->p99_note;
 
+	sw_args(o, 0, 0, args, bval, sizeof(bval));
+	fprintf(f,
+		"%s %s: %d run(s) per point, interleaved (seed %" PRIu64
+		"), medians over runs\n",
+		BENCH_CMD, o->sub, r->runs, o->a.seed);
+	fprintf(f, "child, per point: ");
+	for (int i = 1; args[i]; i++)
+		fprintf(f, "%s%s", i > 1 ? " " : "",
+			args[i] == bval			? "<B>"
+			: o->np2 && args[i] == o->p2[0] ? "<param2>"
+							: args[i]);
+	fprintf(f, "\nthroughput: column %s", r->cols.tput);
+	if (o->rows_val)
+		fprintf(f, " of the rows with %s=%s", o->rows_col, o->rows_val);
+	fprintf(f, "; several rows: their median\n");
+	if (has_p99) {
+		fprintf(f, "p99: column %s; several rows: the largest\n",
+			r->cols.p99);
+		if (preset_note && o->preset->p99[0])
+			fprintf(f, "%s\n", o->preset->p99_note);
+	} else if (preset_note && !o->preset->p99[0]) {
+		fprintf(f, "%s\n", o->preset->p99_note);
+	} else {
+		fprintf(f,
+			"p99: no column %s%s%s in the child's CSV: latency "
+			"missing\n",
+			o->p99[0] ? o->p99[0] : "-", o->p99[1] ? " or " : "",
+			o->p99[1] ? o->p99[1] : "");
+	}
+	fprintf(f, "\n");
+}
+
+static void sw_print_table(FILE *f, const void *report)
+{
+	const struct sw_report *rep = report;
+	const struct sw_opts *o = rep->o;
+	const struct sw_results *r = rep->r;
+	char tu[SW_NAME_LEN], pu[SW_NAME_LEN], ph[SW_NAME_LEN + 8];
+	struct bench_table t;
+
+	sw_print_legend(f, o, r);
 	sw_unit(r->cols.tput, tu, sizeof(tu));
 	sw_unit(r->cols.p99, pu, sizeof(pu));
-	sw_args(o, 0, 0, args, bval, sizeof(bval));
-	printf("%s %s: %d run(s) per point, interleaved (seed %" PRIu64
-	       "), medians over runs\n",
-	       BENCH_CMD, o->sub, r->runs, o->seed);
-	printf("child, per point: ");
-	for (int i = 1; args[i]; i++)
-		printf("%s%s", i > 1 ? " " : "",
-		       args[i] == bval		       ? "<B>"
-		       : o->np2 && args[i] == o->p2[0] ? "<param2>"
-						       : args[i]);
-	printf("\nthroughput: column %s", r->cols.tput);
-	if (o->rows_val)
-		printf(" of the rows with %s=%s", o->rows_col, o->rows_val);
-	printf("; several rows: their median\n");
-	if (has_p99) {
-		printf("p99: column %s; several rows: the largest\n",
-		       r->cols.p99);
-		if (preset_note && o->preset->p99[0])
-			printf("%s\n", o->preset->p99_note);
-	} else if (preset_note && !o->preset->p99[0]) {
-		printf("%s\n", o->preset->p99_note);
-	} else {
-		printf("p99: no column %s%s%s in the child's CSV: latency "
-		       "missing\n",
-		       o->p99[0] ? o->p99[0] : "-", o->p99[1] ? " or " : "",
-		       o->p99[1] ? o->p99[1] : "");
-	}
-	printf("\n");
-	snprintf(th, sizeof(th), "%s", tu);
-	snprintf(ph, sizeof(ph), "p99 %s", has_p99 ? pu : "");
+	snprintf(ph, sizeof(ph), "p99 %s", pu);
+	bench_table_init(&t, f);
 	if (o->np2)
-		printf("%12s ", o->p2name);
-	printf("%8s %12s %17s %12s %10s %10s\n", o->preset ? "B" : o->param, th,
-	       "min-max", ph, "tput/B0", "p99/B0");
+		bench_table_col(&t, o->p2name, 11, BENCH_RIGHT);
+	bench_table_col(&t, o->preset ? "B" : o->param, 7, BENCH_RIGHT);
+	bench_table_col(&t, tu, 11, BENCH_RIGHT);
+	bench_table_col(&t, "min-max", 16, BENCH_RIGHT);
+	bench_table_col(&t, ph, 11, BENCH_RIGHT);
+	bench_table_col(&t, "tput/B0", 9, BENCH_RIGHT);
+	bench_table_col(&t, "p99/B0", 9, BENCH_RIGHT);
+	bench_table_head(&t);
 	for (int p2 = 0; p2 < r->np; p2++) {
 		double t0 = sw_med(r->tput, r, p2, 0, NULL, NULL);
 		double p0 = sw_med(r->p99, r, p2, 0, NULL, NULL);
 
 		for (int b = 0; b < r->nb; b++) {
-			double lo, hi, t = sw_med(r->tput, r, p2, b, &lo, &hi);
+			double lo, hi, tp = sw_med(r->tput, r, p2, b, &lo, &hi);
 			double p = sw_med(r->p99, r, p2, b, NULL, NULL);
-			char mm[40];
 
-			snprintf(mm, sizeof(mm), "%.3g-%.3g", lo, hi);
 			if (o->np2)
-				printf("%12s ", o->p2[p2]);
-			printf("%8u %12.3f %17s", o->b[b], t, mm);
-			if (isnan(p))
-				printf(" %12s", "-");
-			else
-				printf(" %12.3f", p);
-			printf(" %10.2f", t0 > 0 ? t / t0 : NAN);
-			if (isnan(p) || isnan(p0) || p0 <= 0)
-				printf(" %10s\n", "-");
-			else
-				printf(" %10.2f\n", p / p0);
+				bench_table_str(&t, o->p2[p2]);
+			bench_table_fmt(&t, "%u", o->b[b]);
+			bench_table_num(&t, tp, 3);
+			bench_table_fmt(&t, "%.3g-%.3g", lo, hi);
+			bench_table_num(&t, p, 3);
+			bench_table_num(&t, t0 > 0 ? tp / t0 : NAN, 2);
+			bench_table_num(&t, p0 > 0 ? p / p0 : NAN, 2);
 		}
 	}
-	printf("\nB0: the smallest %s (%u), same %s; min-max: throughput over "
-	       "runs\n",
-	       o->preset ? "B" : o->param, o->b[0],
-	       o->np2 ? o->p2name : "child options");
+	fprintf(f,
+		"\nB0: the smallest %s (%u), same %s; min-max: throughput "
+		"over runs\n",
+		o->preset ? "B" : o->param, o->b[0],
+		o->np2 ? o->p2name : "child options");
 }
 
-static void sw_write_csv(FILE *f, const struct sw_opts *o,
-			 const struct sw_results *r)
+static void sw_print_csv(FILE *f, const void *report)
 {
+	const struct sw_report *rep = report;
+	const struct sw_opts *o = rep->o;
+	const struct sw_results *r = rep->r;
 	char tu[SW_NAME_LEN], pu[SW_NAME_LEN];
 
 	sw_unit(r->cols.tput, tu, sizeof(tu));
@@ -734,7 +693,7 @@ static void sw_write_csv(FILE *f, const struct sw_opts *o,
  * value, from a whitespace-separated data file (one gnuplot index per
  * value) because gnuplot's CSV reading trips over empty fields.
  */
-static int sw_plot(const struct sw_opts *o, struct sw_results *r)
+static int sw_plot(const struct sw_opts *o, const struct sw_results *r)
 {
 	char dat[4200], png[4200], tu[SW_NAME_LEN], pu[SW_NAME_LEN];
 	char lines_t[4096], lines_p[4096];
@@ -743,8 +702,8 @@ static int sw_plot(const struct sw_opts *o, struct sw_results *r)
 	int any_p99 = 0, pos_p99 = 1;
 	FILE *f;
 
-	snprintf(dat, sizeof(dat), "%s/%s-plot.dat", o->out, o->name);
-	snprintf(png, sizeof(png), "%s/%s.png", o->out, o->name);
+	snprintf(dat, sizeof(dat), "%s/%s-plot.dat", o->a.out, o->a.name);
+	snprintf(png, sizeof(png), "%s/%s.png", o->a.out, o->a.name);
 	sw_unit(r->cols.tput, tu, sizeof(tu));
 	sw_unit(r->cols.p99, pu, sizeof(pu));
 	f = fopen(dat, "w");
@@ -837,130 +796,17 @@ static int sw_plot(const struct sw_opts *o, struct sw_results *r)
 			     o->preset ? "B" : o->param, tu, lines_t);
 }
 
-static int sw_write_out(const struct sw_opts *o, struct sw_results *r)
+/* --out: the plot and its data next to NAME.csv; 0 or -1 (said why) */
+static int sw_write_out(const struct sw_opts *o, const struct sw_results *r)
 {
-	char csv[4200];
-	FILE *f;
-
-	if (bench_mkdir_p(o->out))
-		return -1;
-	snprintf(csv, sizeof(csv), "%s/%s.csv", o->out, o->name);
-	f = fopen(csv, "w");
-	if (!f) {
-		fprintf(stderr, "%s: cannot write %s: %s\n", BENCH_CMD, csv,
-			strerror(errno));
-		return -1;
-	}
-	sw_write_csv(f, o, r);
-	if (fclose(f) != 0) {
-		fprintf(stderr, "%s: cannot write %s\n", BENCH_CMD, csv);
-		return -1;
-	}
 	if (sw_plot(o, r))
 		return -1;
-	fprintf(stderr, "%s: wrote %s/%s.csv, %s.png, %s-plot.dat\n", BENCH_CMD,
-		o->out, o->name, o->name, o->name);
+	fprintf(stderr, "%s: wrote %s/%s.png, %s-plot.dat\n", BENCH_CMD,
+		o->a.out, o->a.name, o->a.name);
 	return 0;
 }
 
 /* ---- options ------------------------------------------------------------ */
-
-static void sw_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: bpbench sweep PRESET [options] [-- extra child "
-		"options]\n"
-		"       bpbench sweep --param NAME=LIST --tput COL [--p99 COL] "
-		"[options]\n"
-		"                     -- SUBCOMMAND [child options]\n"
-		"Runs another bpbench subcommand once per batch size B (and "
-		"per value of an\n"
-		"optional second parameter) as a child process with --csv, "
-		"interleaved:\n"
-		"for each run every point once, in a fresh shuffled order; "
-		"medians over runs.\n"
-		"Per point: throughput, p99 latency, both relative to the "
-		"smallest B. A\n"
-		"child that exits non-zero stops the sweep (exit 1) with its "
-		"stderr shown.\n"
-		"Only the first CSV block of the child is read; when it has "
-		"several rows,\n"
-		"the point's throughput is their median and its p99 the "
-		"largest of theirs.\n"
-		"presets:\n"
-		"  ring      bpbench ring --queues batchpipe --points 2x2 "
-		"--runs 1 --no-single\n"
-		"            --batches B; Mitems_per_s; p99 from p99_ns or "
-		"p99_us if the\n"
-		"            CSV has one, else missing\n"
-		"  pipeline  bpbench pipeline --sweep-only --no-latency "
-		"--workers 2\n"
-		"            --waits spin-sleep --runs 1 --batches B; "
-		"Mjobs_per_s, p99_us\n"
-		"            (bp_pipeline_stats of the run, at full load);\n"
-		"            e.g. --param2 workers=1,4\n");
-#if BP_HAVE_RDMA
-	fprintf(f,
-		"  rdma      bpbench rdma --sizes 4K --workers 1 --rails 1 "
-		"--runs 1\n"
-		"            --no-latency --providers shm (tcp;ofi_rxm if shm "
-		"does not\n"
-		"            open) --depth max(16, largest B) --post B --reap "
-		"B; Mops of\n"
-		"            the rows with mode=pipeline (--rows mode=raw: the "
-		"raw loop).\n"
-		"            No p99: bpbench rdma measures latency only at "
-		"depth 1, one op\n"
-		"            at a time, not per batch size. FI_TCP_IFACE=lo "
-		"unless set.\n");
-#endif
-	fprintf(f,
-		"Extra child options (after --) come after the preset's "
-		"and override them;\n"
-		"they may not set B or the second parameter.\n"
-		"options:\n"
-		"  --batches LIST   B values, presets (default "
-		"1,2,4,8,16,32,64,128,256;\n"
-		"                   --quick: 1,4,16,64,256)\n"
-		"  --param NAME=LIST  generic form: child option --NAME, "
-		"values LIST\n"
-		"                   (positive integers, for a log axis)\n"
-		"  --param2 NAME=LIST  second parameter: child option --NAME, "
-		"values LIST\n"
-		"                   (any words without spaces; default: "
-		"none)\n"
-		"  --tput COL       throughput column (generic: required; "
-		"presets: theirs)\n"
-		"  --p99 COL        p99 column (default: presets' own; "
-		"generic: none,\n"
-		"                   latency missing)\n"
-		"  --rows COL=VALUE use only the child's rows whose COL is "
-		"VALUE (default:\n"
-		"                   none; rdma: mode=pipeline)\n"
-		"  --runs N         runs per point (default 5; --quick: 3)\n"
-		"  --seed N         seed of the point-order shuffle (default "
-		"1)\n"
-		"  --quick          3 runs; presets also: the child's quick "
-		"window (ring and\n"
-		"                   pipeline --ms 20, rdma --ms 100) and "
-		"fewer B\n"
-		"  --csv            CSV on stdout instead of the table: "
-		"subcommand,param,\n"
-		"                   value,param2,value2,run,throughput,"
-		"throughput_unit,p99,\n"
-		"                   p99_unit (one row per child run; empty: "
-		"missing)\n"
-		"  --out DIR        also write DIR/NAME.csv, DIR/NAME.png "
-		"(throughput and\n"
-		"                   p99 against B; needs gnuplot) and "
-		"DIR/NAME-plot.dat\n"
-		"  --name NAME      file name stem for --out (default "
-		"sweep-SUBCOMMAND)\n"
-		"  --help           this text\n"
-		"Progress goes to stderr. Exit status: 0 ok, 1 a child failed "
-		"or its CSV\n"
-		"was unusable (or no gnuplot with --out), 2 bad usage.\n");
-}
 
 static int sw_good_name(const char *s)
 {
@@ -1025,41 +871,185 @@ static void sw_fixed(struct sw_opts *o)
 	}
 }
 
+static int sw_set_batches(struct bench_args *a, const char *arg)
+{
+	struct sw_opts *o = a->ctx;
+
+	o->nb = bench_parse_uints(arg, o->b, SW_MAX_B, 1, 1u << 20);
+	o->b_set = 1;
+	return o->nb < 0 ? -1 : 0;
+}
+
+static int sw_set_param(struct bench_args *a, const char *arg)
+{
+	struct sw_opts *o = a->ctx;
+	const char *rest = sw_split_eq(arg, o->bopt_buf, sizeof(o->bopt_buf));
+
+	if (!rest)
+		return -1;
+	o->nb = bench_parse_uints(rest, o->b, SW_MAX_B, 1, UINT32_MAX);
+	o->param_set = 1;
+	return o->nb < 0 ? -1 : 0;
+}
+
+static int sw_set_param2(struct bench_args *a, const char *arg)
+{
+	struct sw_opts *o = a->ctx;
+	const char *rest = sw_split_eq(arg, o->p2name, sizeof(o->p2name));
+
+	if (!rest || strlen(rest) >= sizeof(o->p2buf) ||
+	    strpbrk(rest, " \t\"'\\"))
+		return -1;
+	strcpy(o->p2buf, rest);
+	o->np2 = bench_parse_names(o->p2buf, o->p2, SW_MAX_P2);
+	if (o->np2 < 0 || rest[0] == ',' || rest[strlen(rest) - 1] == ',' ||
+	    strstr(rest, ",,"))
+		return -1;
+	return 0;
+}
+
+/* a column name: not empty, no comma */
+static int sw_column(const char *arg, const char **to)
+{
+	if (!*arg || strchr(arg, ','))
+		return -1;
+	*to = arg;
+	return 0;
+}
+
+static int sw_set_tput(struct bench_args *a, const char *arg)
+{
+	return sw_column(arg, &((struct sw_opts *)a->ctx)->tput);
+}
+
+static int sw_set_p99(struct bench_args *a, const char *arg)
+{
+	return sw_column(arg, &((struct sw_opts *)a->ctx)->p99_user);
+}
+
+static int sw_set_rows(struct bench_args *a, const char *arg)
+{
+	struct sw_opts *o = a->ctx;
+	const char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(o->rows_col) ||
+	    strchr(eq, ','))
+		return -1;
+	memcpy(o->rows_col, arg, (size_t)(eq - arg));
+	o->rows_col[eq - arg] = '\0';
+	o->rows_val = eq + 1;
+	return 0;
+}
+
+static const struct bench_opt sw_options[] = {
+	{"batches", "LIST", sw_set_batches,
+	 "B values, presets (default 1,2,4,8,16,32,64,128,256;\n"
+	 "--quick: 1,4,16,64,256)"},
+	{"param", "NAME=LIST", sw_set_param,
+	 "generic form: child option --NAME, values LIST\n"
+	 "(positive integers, for a log axis)"},
+	{"param2", "NAME=LIST", sw_set_param2,
+	 "second parameter: child option --NAME, values LIST\n"
+	 "(any words without spaces; default: none)"},
+	{"tput", "COL", sw_set_tput,
+	 "throughput column (generic: required; presets: theirs)"},
+	{"p99", "COL", sw_set_p99,
+	 "p99 column (default: presets' own; generic: none,\n"
+	 "latency missing)"},
+	{"rows", "COL=VALUE", sw_set_rows,
+	 "use only the child's rows whose COL is VALUE (default:\n"
+	 "none; rdma: mode=pipeline)"},
+	BENCH_OPT_RUNS("runs per point (default 5; --quick: 3)"),
+	BENCH_OPT_SEED("seed of the point-order shuffle (default 1)"),
+	BENCH_OPT_QUICK("3 runs; presets also: the child's quick window (ring "
+			"and\npipeline --ms 20, rdma --ms 100) and fewer B"),
+	BENCH_OPT_CSV("CSV on stdout instead of the table: subcommand,param,\n"
+		      "value,param2,value2,run,throughput,throughput_unit,p99,"
+		      "\np99_unit (one row per child run; empty: missing)"),
+	BENCH_OPT_OUT_HELP("also write DIR/NAME.csv, DIR/NAME.png (throughput "
+			   "and\np99 against B; needs gnuplot) and "
+			   "DIR/NAME-plot.dat"),
+	BENCH_OPT_NAME_HELP("file name stem for --out (default "
+			    "sweep-SUBCOMMAND)"),
+	BENCH_OPT_HELP,
+	BENCH_OPT_END,
+};
+
+static const struct bench_cmd sw_cmd = {
+	.name = "sweep",
+	.synopsis = "PRESET [options] [-- extra child options]\n"
+		    "       bpbench sweep --param NAME=LIST --tput COL [--p99 "
+		    "COL] [options]\n"
+		    "                     -- SUBCOMMAND [child options]",
+	.about =
+		"Runs another bpbench subcommand once per batch size B (and "
+		"per "
+		"value of an\noptional second parameter) as a child process "
+		"with --csv, interleaved:\nfor each run every point once, in a "
+		"fresh shuffled order; medians over runs.\nPer point: "
+		"throughput, p99 latency, both relative to the smallest B. "
+		"A\nchild that exits non-zero stops the sweep (exit 1) with "
+		"its "
+		"stderr shown.\nOnly the first CSV block of the child is read; "
+		"when it has several rows,\nthe point's throughput is their "
+		"median and its p99 the largest of theirs.\n"
+		"presets:\n"
+		"  ring      bpbench ring --queues batchpipe --points 2x2 "
+		"--runs "
+		"1 --no-single\n"
+		"            --batches B; Mitems_per_s; p99 from p99_ns or "
+		"p99_us if the\n"
+		"            CSV has one, else missing\n"
+		"  pipeline  bpbench pipeline --sweep-only --no-latency "
+		"--workers 2\n"
+		"            --waits spin-sleep --runs 1 --batches B; "
+		"Mjobs_per_s, p99_us\n"
+		"            (bp_pipeline_stats of the run, at full load);\n"
+		"            e.g. --param2 workers=1,4\n"
+#if BP_HAVE_RDMA
+		"  rdma      bpbench rdma --sizes 4K --workers 1 --rails 1 "
+		"--runs 1\n"
+		"            --no-latency --providers shm (tcp;ofi_rxm if shm "
+		"does not\n"
+		"            open) --depth max(16, largest B) --post B --reap "
+		"B; Mops of\n"
+		"            the rows with mode=pipeline (--rows mode=raw: the "
+		"raw loop).\n"
+		"            No p99: bpbench rdma measures latency only at "
+		"depth "
+		"1, one op\n"
+		"            at a time, not per batch size. FI_TCP_IFACE=lo "
+		"unless set.\n"
+#endif
+		"Extra child options (after --) come after the preset's and "
+		"override them;\nthey may not set B or the second parameter.\n"
+		"options:\n",
+	.opts = sw_options,
+	.epilog =
+		"Progress goes to stderr. Exit status: 0 ok, 1 a child failed "
+		"or its CSV\nwas unusable (or no gnuplot with --out), 2 bad "
+		"usage.\n",
+	.max_runs = SW_MAX_RUNS,
+};
+
+/*
+ * `sweep [PRESET] [options] [-- child options]`: the preset, then the
+ * shared parser up to "--", then the checks of one option against another.
+ */
 static int sw_parse(int argc, char **argv, struct sw_opts *o)
 {
-	static const struct option longopts[] = {
-		{"batches", required_argument, NULL, 'b'},
-		{"param", required_argument, NULL, 'p'},
-		{"param2", required_argument, NULL, 'P'},
-		{"tput", required_argument, NULL, 't'},
-		{"p99", required_argument, NULL, 'l'},
-		{"rows", required_argument, NULL, 'w'},
-		{"runs", required_argument, NULL, 'r'},
-		{"seed", required_argument, NULL, 's'},
-		{"quick", no_argument, NULL, 'Q'},
-		{"csv", no_argument, NULL, 'C'},
-		{"out", required_argument, NULL, 'o'},
-		{"name", required_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int runs_set = 0, b_set = 0, param_set = 0, opt, nopt;
-	const char *rest;
-	unsigned v;
+	int nopt, rc;
 
 	memset(o, 0, sizeof(*o));
-	o->runs = 5;
-	o->seed = 1;
+	bench_args_init(&o->a, &sw_cmd, o);
 	/* `sweep PRESET ...`: the preset name comes first */
 	if (argc > 1 && argv[1][0] != '-') {
 		for (size_t i = 0; i < SW_NPRESETS; i++)
 			if (!strcmp(argv[1], sw_presets[i].sub))
 				o->preset = &sw_presets[i];
-		if (!o->preset) {
-			fprintf(stderr, "%s: unknown preset '%s'\n", BENCH_CMD,
-				argv[1]);
-			goto usage;
-		}
+		if (!o->preset)
+			return bench_usage_error(&o->a, "unknown preset '%s'",
+						 argv[1]);
 		argc--;
 		argv++;
 	}
@@ -1072,162 +1062,51 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 			o->nextra = argc - i - 1;
 			break;
 		}
-	if (o->nextra > SW_MAX_ARGS - 64) {
-		fprintf(stderr, "%s: too many child options\n", BENCH_CMD);
-		goto usage;
-	}
-
-	opterr = 0; /* our own message, then the usage */
-	optind = 1;
-	while ((opt = getopt_long(nopt, argv, "+h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			o->nb = bench_parse_uints(optarg, o->b, SW_MAX_B, 1,
-						  1u << 20);
-			if (o->nb < 0)
-				goto bad_value;
-			b_set = 1;
-			break;
-		case 'p':
-			rest = sw_split_eq(optarg, o->bopt_buf,
-					   sizeof(o->bopt_buf));
-			if (!rest)
-				goto bad_value;
-			o->nb = bench_parse_uints(rest, o->b, SW_MAX_B, 1,
-						  UINT32_MAX);
-			if (o->nb < 0)
-				goto bad_value;
-			param_set = 1;
-			break;
-		case 'P':
-			rest = sw_split_eq(optarg, o->p2name,
-					   sizeof(o->p2name));
-			if (!rest || strlen(rest) >= sizeof(o->p2buf) ||
-			    strpbrk(rest, " \t\"'\\"))
-				goto bad_value;
-			strcpy(o->p2buf, rest);
-			o->np2 = bench_parse_names(o->p2buf, o->p2, SW_MAX_P2);
-			if (o->np2 < 0 || rest[0] == ',' ||
-			    rest[strlen(rest) - 1] == ',' || strstr(rest, ",,"))
-				goto bad_value;
-			break;
-		case 't':
-			if (!*optarg || strchr(optarg, ','))
-				goto bad_value;
-			o->tput = optarg;
-			break;
-		case 'l':
-			if (!*optarg || strchr(optarg, ','))
-				goto bad_value;
-			o->p99_user = optarg;
-			break;
-		case 'w':
-			rest = strchr(optarg, '=');
-			if (!rest || rest == optarg ||
-			    (size_t)(rest - optarg) >= sizeof(o->rows_col) ||
-			    strchr(rest, ','))
-				goto bad_value;
-			memcpy(o->rows_col, optarg, (size_t)(rest - optarg));
-			o->rows_col[rest - optarg] = '\0';
-			o->rows_val = rest + 1;
-			break;
-		case 'r':
-			if (bench_parse_uint(optarg, &o->runs, 1, SW_MAX_RUNS))
-				goto bad_value;
-			runs_set = 1;
-			break;
-		case 's':
-			if (bench_parse_uint(optarg, &v, 0, UINT32_MAX))
-				goto bad_value;
-			o->seed = v;
-			break;
-		case 'Q':
-			o->quick = 1;
-			break;
-		case 'C':
-			o->csv = 1;
-			break;
-		case 'o':
-			/* the gnuplot script quotes paths with ' */
-			if (!*optarg || strlen(optarg) >= 4096 ||
-			    strchr(optarg, '\''))
-				goto bad_value;
-			o->out = optarg;
-			break;
-		case 'n':
-			if (!sw_good_name(optarg) ||
-			    strlen(optarg) >= SW_NAME_LEN)
-				goto bad_value;
-			o->name = optarg;
-			break;
-		case 'h':
-			sw_usage(stdout);
-			exit(0);
-		default:
-			bench_bad_option(BENCH_CMD, longopts, optopt,
-					 argv[optind - 1]);
-			goto usage;
-		}
-		continue;
-	bad_value:
-		bench_bad_value(BENCH_CMD, longopts, opt, optarg);
-		goto usage;
-	}
-	if (optind < nopt) {
-		fprintf(stderr,
-			"%s: unexpected argument '%s' (child options go "
-			"after --)\n",
-			BENCH_CMD, argv[optind]);
-		goto usage;
-	}
+	if (o->nextra > SW_MAX_ARGS - 64)
+		return bench_usage_error(&o->a, "too many child options");
+	rc = bench_opts_parse(&o->a, nopt, argv);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
+	/* the gnuplot script quotes paths with ' */
+	if (o->a.out && (strlen(o->a.out) >= 4096 || strchr(o->a.out, '\'')))
+		return bench_usage_error(&o->a, "bad value '%s' for --out",
+					 o->a.out);
+	if (o->a.name != sw_cmd.name &&
+	    (!sw_good_name(o->a.name) || strlen(o->a.name) >= SW_NAME_LEN))
+		return bench_usage_error(&o->a, "bad value '%s' for --name",
+					 o->a.name);
 
 	if (o->preset) {
-		if (param_set) {
-			fprintf(stderr,
-				"%s: --param is for the generic form; a "
-				"preset sweeps B (--batches)\n",
-				BENCH_CMD);
-			goto usage;
-		}
+		if (o->param_set)
+			return bench_usage_error(
+				&o->a, "--param is for the generic form; a "
+				       "preset sweeps B (--batches)");
 		o->sub = o->preset->sub;
 		snprintf(o->param, sizeof(o->param), "%s", o->preset->param);
 		for (int i = 0; i < SW_MAX_BOPTS && o->preset->bopts[i]; i++)
 			o->bopts[o->nbopts++] = o->preset->bopts[i];
 		if (!o->tput)
 			o->tput = o->preset->tput;
-		if (!b_set)
-			o->nb = bench_parse_uints(o->quick ? "1,4,16,64,256"
-							   : "1,2,4,8,16,32,"
-							     "64,128,256",
+		if (!o->b_set)
+			o->nb = bench_parse_uints(o->a.quick ? "1,4,16,64,256"
+							     : "1,2,4,8,16,32,"
+							       "64,128,256",
 						  o->b, SW_MAX_B, 1, 1u << 20);
 	} else {
-		if (!param_set || b_set) {
-			fprintf(stderr,
-				"%s: without a preset, give --param "
-				"NAME=LIST (not --batches)\n",
-				BENCH_CMD);
-			goto usage;
-		}
-		if (!o->tput) {
-			fprintf(stderr,
-				"%s: the generic form needs --tput COL\n",
-				BENCH_CMD);
-			goto usage;
-		}
-		if (o->nextra < 1 || o->extra[0][0] == '-') {
-			fprintf(stderr,
-				"%s: name the subcommand after --: "
-				"-- SUBCOMMAND [options]\n",
-				BENCH_CMD);
-			goto usage;
-		}
-		if (!strcmp(o->extra[0], "sweep")) {
-			fprintf(stderr,
-				"%s: a sweep of a sweep is not "
-				"supported\n",
-				BENCH_CMD);
-			goto usage;
-		}
+		if (!o->param_set || o->b_set)
+			return bench_usage_error(
+				&o->a, "without a preset, give --param "
+				       "NAME=LIST (not --batches)");
+		if (!o->tput)
+			return bench_usage_error(
+				&o->a, "the generic form needs --tput COL");
+		if (o->nextra < 1 || o->extra[0][0] == '-')
+			return bench_usage_error(
+				&o->a, "name the subcommand after --: -- "
+				       "SUBCOMMAND [options]");
+		if (!strcmp(o->extra[0], "sweep"))
+			return bench_usage_error(
+				&o->a, "a sweep of a sweep is not supported");
 		o->sub = o->extra[0];
 		o->extra++;
 		o->nextra--;
@@ -1251,44 +1130,37 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 	/* B in order, once each: the ratios are to the smallest */
 	qsort(o->b, (size_t)o->nb, sizeof(o->b[0]), sw_cmp_uint);
 	for (int i = 1; i < o->nb; i++)
-		if (o->b[i] == o->b[i - 1]) {
-			fprintf(stderr, "%s: B value %u given twice\n",
-				BENCH_CMD, o->b[i]);
-			goto usage;
-		}
+		if (o->b[i] == o->b[i - 1])
+			return bench_usage_error(
+				&o->a, "B value %u given twice", o->b[i]);
 	for (int i = 0; i < o->np2; i++)
 		for (int j = 0; j < i; j++)
-			if (!strcmp(o->p2[i], o->p2[j])) {
-				fprintf(stderr,
-					"%s: --param2 value '%s' given twice\n",
-					BENCH_CMD, o->p2[i]);
-				goto usage;
-			}
+			if (!strcmp(o->p2[i], o->p2[j]))
+				return bench_usage_error(
+					&o->a,
+					"--param2 value '%s' given twice",
+					o->p2[i]);
 	for (int i = 0; i < o->nbopts; i++)
-		if (o->np2 && !strcmp(o->bopts[i], o->p2name)) {
-			fprintf(stderr,
-				"%s: --param2 %s is the swept parameter\n",
-				BENCH_CMD, o->p2name);
-			goto usage;
-		}
+		if (o->np2 && !strcmp(o->bopts[i], o->p2name))
+			return bench_usage_error(
+				&o->a, "--param2 %s is the swept parameter",
+				o->p2name);
 	for (int i = 0; i < o->nextra; i++) {
 		int bad = !strcmp(o->extra[i], "--json") ||
 			  (o->np2 && sw_sets(o->extra[i], o->p2name));
 
 		for (int k = 0; k < o->nbopts; k++)
 			bad |= sw_sets(o->extra[i], o->bopts[k]);
-		if (bad) {
-			fprintf(stderr,
-				"%s: the child option '%s' is the sweep's to "
-				"set\n",
-				BENCH_CMD, o->extra[i]);
-			goto usage;
-		}
+		if (bad)
+			return bench_usage_error(
+				&o->a,
+				"the child option '%s' is the sweep's to set",
+				o->extra[i]);
 	}
 
 	if (o->preset) {
 		sw_fixed(o);
-		if (o->quick && !(o->np2 && !strcmp(o->p2name, "ms"))) {
+		if (o->a.quick && !(o->np2 && !strcmp(o->p2name, "ms"))) {
 			o->fixed[o->nfixed++] = "--ms";
 			o->fixed[o->nfixed++] = (char *)o->preset->quick_ms;
 		}
@@ -1312,33 +1184,31 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 					 "shm");
 		}
 	}
-	if (o->quick && !runs_set)
-		o->runs = 3;
-	if (!o->name) {
+	if (o->a.quick && !o->a.runs_set)
+		o->a.runs = 3;
+	if (o->a.name == sw_cmd.name) {
 		snprintf(o->name_buf, sizeof(o->name_buf), "sweep-%s", o->sub);
-		if (!sw_good_name(o->name_buf)) {
-			fprintf(stderr, "%s: give --name for subcommand '%s'\n",
-				BENCH_CMD, o->sub);
-			goto usage;
-		}
-		o->name = o->name_buf;
+		if (!sw_good_name(o->name_buf))
+			return bench_usage_error(
+				&o->a, "give --name for subcommand '%s'",
+				o->sub);
+		o->a.name = o->name_buf;
 	}
-	return 0;
-usage:
-	sw_usage(stderr);
-	return -1;
+	return BENCH_OPTS_RUN;
 }
 
 int bench_sweep_main(int argc, char **argv)
 {
 	struct sw_opts o;
 	struct sw_results r = {0};
+	struct sw_report rep = {&o, &r};
 	size_t ncell;
-	int rc = 0;
+	int rc;
 
-	if (sw_parse(argc, argv, &o))
-		return BENCH_EXIT_USAGE;
-	if (o.out && !bench_gnuplot_available()) {
+	rc = sw_parse(argc, argv, &o);
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
+	if (o.a.out && !bench_gnuplot_available()) {
 		fprintf(stderr,
 			"%s: --out draws its plot with gnuplot, which is not "
 			"installed (apt-get install gnuplot-nox)\n",
@@ -1350,7 +1220,7 @@ int bench_sweep_main(int argc, char **argv)
 	if (o.preset && o.preset->rdma && sw_rdma_provider(&o))
 		return 1;
 
-	r.runs = (int)o.runs;
+	r.runs = (int)o.a.runs;
 	r.nb = o.nb;
 	r.np = o.np2 ? o.np2 : 1;
 	ncell = (size_t)r.runs * (size_t)r.np * (size_t)r.nb;
@@ -1363,11 +1233,8 @@ int bench_sweep_main(int argc, char **argv)
 		rc = 1;
 		goto done;
 	}
-	if (o.csv)
-		sw_write_csv(stdout, &o, &r);
-	else
-		sw_print_table(&o, &r);
-	if (o.out && sw_write_out(&o, &r))
+	rc = bench_emit(&o.a, sw_print_csv, sw_print_table, NULL, &rep);
+	if (!rc && o.a.out && sw_write_out(&o, &r))
 		rc = 1;
 done:
 	free(r.tput);

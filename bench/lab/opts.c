@@ -126,7 +126,8 @@ void bench_opts_usage(const struct bench_cmd *cmd, FILE *f)
 		if (w + 1 > col)
 			col = w + 1;
 	}
-	fprintf(f, "usage: bpbench %s [options]\n%s", cmd->name, cmd->about);
+	fprintf(f, "usage: bpbench %s %s\n%s", cmd->name,
+		cmd->synopsis ? cmd->synopsis : "[options]", cmd->about);
 	for (const struct bench_opt *o = cmd->opts; o->name; o++) {
 		const char *h = o->help;
 
@@ -236,35 +237,4 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 usage:
 	bench_opts_usage(a->cmd, stderr);
 	return BENCH_EXIT_USAGE;
-}
-
-/*
- * For a subcommand that still runs its own getopt_long loop: the same
- * messages as the table-driven parser gives.
- */
-void bench_bad_option(const char *cmd, const struct option *longopts,
-		      int optopt_, const char *word)
-{
-	const char *name = NULL;
-
-	if (!optopt_) {
-		fprintf(stderr, "%s: bad option '%s'\n", cmd, word);
-		return;
-	}
-	for (const struct option *lo = longopts; lo->name; lo++)
-		if (lo->val == optopt_)
-			name = lo->name;
-	if (name)
-		fprintf(stderr, "%s: --%s needs a value\n", cmd, name);
-	else
-		fprintf(stderr, "%s: bad option '-%c'\n", cmd, optopt_);
-}
-
-void bench_bad_value(const char *cmd, const struct option *longopts, int opt,
-		     const char *value)
-{
-	for (const struct option *lo = longopts; lo->name; lo++)
-		if (lo->val == opt)
-			fprintf(stderr, "%s: bad value '%s' for --%s\n", cmd,
-				value, lo->name);
 }

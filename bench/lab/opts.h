@@ -42,7 +42,10 @@ struct bench_opt {
 };
 
 struct bench_cmd {
-	const char *name;	      /* the subcommand: "ring" */
+	const char *name; /* the subcommand: "ring" */
+	/* what follows "usage: bpbench NAME" (may hold more lines); NULL:
+	 * "[options]" */
+	const char *synopsis;
 	const char *about;	      /* what it does, printed under "usage:" */
 	const struct bench_opt *opts; /* ends with BENCH_OPT_END */
 	const char *epilog; /* printed after the options, may be NULL */
@@ -153,17 +156,5 @@ void bench_opts_usage(const struct bench_cmd *cmd, FILE *f);
  */
 int bench_usage_error(const struct bench_args *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-/*
- * For code that runs its own getopt_long loop rather than an option table
- * (new subcommands should use the table): report an unknown option or one
- * missing its value (optopt, or the argv word), and a bad value for `opt`,
- * for subcommand `cmd` ("bpbench ring"), in the parser's words.
- */
-struct option;
-void bench_bad_option(const char *cmd, const struct option *longopts,
-		      int optopt_, const char *word);
-void bench_bad_value(const char *cmd, const struct option *longopts, int opt,
-		     const char *value);
 
 #endif /* BPBENCH_OPTS_H */
