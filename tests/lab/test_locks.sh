@@ -27,28 +27,36 @@ variants=$("$BPBENCH" locks --help | awk '/^  --variants/ {on = 1; next}
 	on && /^  --/ {exit} on && /^                     [a-z]/ {print $1}')
 [ -n "$variants" ] || fail "no variants listed by --help"
 
-# check_csv FILE: header, 5 fields a row, positive numbers, every variant
+# check_csv FILE: header, 5 fields a row, numbers in range, every variant
+# with a row that delivered something. A single run may deliver nothing: a
+# spinning variant whose lock holder was preempted through a 5 ms window on
+# a busy machine is slow, not wrong (every run is verified by bpbench).
 check_csv() {
 	[ "$(head -n 1 "$1")" = "variant,threads,B,run,Mitems_per_s" ] ||
 		fail "$1: header is '$(head -n 1 "$1")'"
 	awk -F, 'NR > 1 {
 		if (NF != 5) { print "row " NR ": " NF " fields"; bad = 1 }
-		else if (!($2 > 0 && $3 > 0 && $4 >= 0 && $5 > 0)) {
-			print "row " NR ": not positive: " $0; bad = 1 }
+		else if (!($2 > 0 && $3 > 0 && $4 >= 0 && $5 >= 0 &&
+			   $5 ~ /^[0-9.]+$/)) {
+			print "row " NR ": out of range: " $0; bad = 1 }
 	} END { if (NR < 2) { print "no rows"; bad = 1 } exit bad }' "$1" ||
 		fail "$1: malformed rows"
 	for v in $variants; do
-		grep -q "^$v," "$1" || fail "$1: variant $v missing"
+		awk -F, -v v="$v" '$1 == v && $5 > 0 { found = 1 }
+			END { exit !found }' "$1" ||
+			fail "$1: variant $v missing or never delivered"
 	done
 }
 
 for work in 0 20; do
+	# shellcheck disable=SC2086 # $small is several arguments
 	"$BPBENCH" locks $small --work-ns $work --csv >"$tmp/w$work.csv" \
 		2>"$tmp/w$work.err" ||
 		fail "--csv --work-ns $work: exit $? ($(tail -n 3 "$tmp/w$work.err"))"
 	check_csv "$tmp/w$work.csv"
 
 	out="$tmp/out$work"
+	# shellcheck disable=SC2086 # $small is several arguments
 	"$BPBENCH" locks $small --work-ns $work --out "$out" --name lk \
 		>"$tmp/w$work.txt" 2>"$tmp/w$work.err" ||
 		fail "--out --work-ns $work: exit $? ($(tail -n 3 "$tmp/w$work.err"))"
@@ -83,13 +91,23 @@ PY
 	[ -s "$out/lk-plot.dat" ] || fail "$out/lk-plot.dat missing"
 done
 
-# bad usage: exit 2 with a message
+# bad usage: exit 2 with a message and the usage
 for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
-	"--pool 4 --batches 8" "--cpus 0,0" "--name a/b" "--frobnicate"; do
+	"--pool 4 --batches 8" "--cpus 0,0" "--name a/b" "--frobnicate" \
+	"--threads 1,1" "--batches 8,8" "--variants mutex,mutex" \
+	"--out a'b" "--name a'b" "--json" "stray"; do
+	# shellcheck disable=SC2086 # the words are the arguments
 	"$BPBENCH" locks $bad >/dev/null 2>"$tmp/bad.err"
 	rc=$?
 	[ $rc -eq 2 ] || fail "'$bad': exit $rc, expected 2"
-	[ -s "$tmp/bad.err" ] || fail "'$bad': no message"
+	grep -q "^bpbench locks: " "$tmp/bad.err" || fail "'$bad': no message"
+	grep -q "^usage: bpbench locks" "$tmp/bad.err" || fail "'$bad': no usage"
+done
+# --help: exit 0, every option listed
+"$BPBENCH" locks --help >"$tmp/help.txt" 2>&1 || fail "--help: exit $?"
+for o in threads batches variants work-ns runs ms pool cpus seed quick csv \
+	out name help; do
+	grep -q "^  --$o" "$tmp/help.txt" || fail "--help lacks --$o"
 done
 echo "PASS"
 exit 0

@@ -123,7 +123,9 @@ for args in "pipeline --batches 0" "pipeline --batches 1,x" \
 	"pipeline -- --batches 4" "pipeline --param batches=1" \
 	"--param batches=1 -- ring" "--param batches=0 --tput x -- ring" \
 	"pipeline --param2 workers=1,,2" "pipeline --batches 4,4" \
-	"pipeline --name a/b" "--param batches=1 --tput x -- sweep"; do
+	"pipeline --name a/b" "--param batches=1 --tput x -- sweep" \
+	"pipeline stray" "pipeline --out a'b" "pipeline --name a.b" \
+	"pipeline --param2 batches=1,2" "--param batches=1 --tput x"; do
 	# shellcheck disable=SC2086 # the words are the arguments
 	run bad "$bp" sweep $args
 	[ "$rc" -eq 2 ] || fail "sweep $args exited $rc, expected 2"
@@ -132,7 +134,9 @@ for args in "pipeline --batches 0" "pipeline --batches 1,x" \
 done
 run help "$bp" sweep --help
 if ! { [ "$rc" -eq 0 ] && grep -q -- '--batches LIST' "$tmp/help.out" &&
-	grep -q '^  pipeline ' "$tmp/help.out"; }; then
+	grep -q '^  pipeline ' "$tmp/help.out" &&
+	grep -q -- '^  --param2 NAME=LIST' "$tmp/help.out" &&
+	grep -q -- '-- SUBCOMMAND \[child options\]' "$tmp/help.out"; }; then
 	fail "sweep --help (exit $rc) lacks options or presets"
 fi
 
