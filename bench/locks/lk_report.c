@@ -18,14 +18,21 @@ static double *lk_cell(const struct lk_results *r, int run, int v, int t, int b)
 	return &r->mps[lk_index(r, run, v, t, b)];
 }
 
+/* The runs of one point in one of the per-run arrays, into x. */
+static void lk_runs_of(const struct lk_results *r, const double *a, int v,
+		       int t, int b, double *x)
+{
+	for (int run = 0; run < r->runs; run++)
+		x[run] = a[lk_index(r, run, v, t, b)];
+}
+
 /* Median over runs of one of the per-run arrays. */
 static double lk_median_of(const struct lk_results *r, const double *a, int v,
 			   int t, int b)
 {
 	double x[LK_MAX_RUNS];
 
-	for (int run = 0; run < r->runs; run++)
-		x[run] = a[lk_index(r, run, v, t, b)];
+	lk_runs_of(r, a, v, t, b, x);
 	return bench_median(x, r->runs);
 }
 
@@ -34,8 +41,7 @@ double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
 {
 	double x[LK_MAX_RUNS];
 
-	for (int run = 0; run < r->runs; run++)
-		x[run] = *lk_cell(r, run, v, t, b);
+	lk_runs_of(r, r->mps, v, t, b, x);
 	return bench_median_range(x, r->runs, min, max);
 }
 
