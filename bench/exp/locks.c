@@ -57,13 +57,38 @@ static void lk_run_point(const struct lk_opts *o, const struct lk_variant *var,
 					   : NAN;
 }
 
+/*
+ * The CPU counts u whose compute ceiling the tables need (with --work-ns):
+ * min(threads, CPUs) of every thread count, and every usable CPU (the
+ * header and the plots). want[u] is set for those.
+ */
+static int lk_ceiling_points(const struct lk_opts *o, bool *want)
+{
+	int n = 0;
+
+	memset(want, 0, sizeof(bool) * (LK_MAX_THREADS + 1));
+	if (!o->work_ns)
+		return 0;
+	want[lk_ceiling_cpus(o, (unsigned)o->a.ncpus)] = true;
+	for (int t = 0; t < o->nthreads; t++)
+		want[lk_ceiling_cpus(o, o->threads[t])] = true;
+	for (int u = 0; u <= LK_MAX_THREADS; u++)
+		n += want[u];
+	return n;
+}
+
+/* Points: idx[3n] = variant, or -1 for a compute-ceiling run on idx[3n+1]
+ * CPUs; then the thread and B indices. */
 static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 {
 	int npts = 0, *order;
 	uint64_t rng = o->a.seed;
+	bool want[LK_MAX_THREADS + 1];
+	int nceil = lk_ceiling_points(o, want);
 
 	for (int v = 0; v < o->nvars; v++)
 		npts += o->nthreads * lk_nb(o, o->vars[v]);
+	npts += nceil;
 	order = bench_zalloc(sizeof(int) * (size_t)npts *
 			     4); /* + idx[3][npts] */
 	for (int run = 0; run < (int)o->a.runs; run++) {
@@ -79,11 +104,25 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 					order[n] = n;
 					n++;
 				}
+		for (int u = 0; u <= LK_MAX_THREADS; u++)
+			if (want[u]) {
+				idx[3 * n] = -1;
+				idx[3 * n + 1] = u;
+				idx[3 * n + 2] = 0;
+				order[n] = n;
+				n++;
+			}
 		bench_shuffle(order, npts, &rng);
 		for (int i = 0; i < npts; i++) {
 			const int *pt = idx + 3 * order[i];
-			const struct lk_variant *var = o->vars[pt[0]];
+			const struct lk_variant *var;
 
+			if (pt[0] < 0) {
+				res->ceil[run * (LK_MAX_THREADS + 1) + pt[1]] =
+					lk_ceiling_run(o, (unsigned)pt[1]);
+				continue;
+			}
+			var = o->vars[pt[0]];
 			lk_run_point(o, var, o->threads[pt[1]],
 				     lk_B(o, var, pt[2]), res,
 				     lk_index(res, run, pt[0], pt[1], pt[2]));
@@ -94,6 +133,38 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 			(double)(bench_now_ns() - t0) / 1e9);
 	}
 	free(order);
+}
+
+/*
+ * After the sweep: each ceiling is the median of its runs, and job % is
+ * restated with the time a job took when every CPU computed (the ceiling's),
+ * not the one-thread timing the runs used meanwhile.
+ */
+static void lk_settle_ceilings(struct lk_opts *o, struct lk_results *res)
+{
+	for (int u = 0; u <= LK_MAX_THREADS; u++) {
+		double v[LK_MAX_RUNS];
+
+		for (int run = 0; run < res->runs; run++)
+			v[run] = res->ceil[run * (LK_MAX_THREADS + 1) + u];
+		o->ceil_mps[u] = bench_median(v, res->runs);
+	}
+	if (!o->work_ns)
+		return;
+	for (int t = 0; t < o->nthreads; t++) {
+		unsigned u = lk_ceiling_cpus(o, o->threads[t]);
+		/* ns of CPU per job with u CPUs computing */
+		double job_ns = (double)u * 1e3 / o->ceil_mps[u];
+
+		for (int run = 0; run < res->runs; run++)
+			for (int v = 0; v < res->nvars; v++)
+				for (int b = 0; b < res->nbatches; b++) {
+					size_t i = lk_index(res, run, v, t, b);
+
+					res->jobpct[i] *=
+						job_ns / o->work_ns_measured;
+				}
+	}
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -338,8 +409,13 @@ int bench_locks_main(int argc, char **argv)
 	res.jobpct = bench_zalloc(sizeof(double) * ncell);
 	for (size_t i = 0; i < ncell; i++)
 		res.mps[i] = res.cpus[i] = res.jobpct[i] = NAN;
+	ncell = (size_t)o.a.runs * (LK_MAX_THREADS + 1);
+	res.ceil = bench_zalloc(sizeof(double) * ncell);
+	for (size_t i = 0; i < ncell; i++)
+		res.ceil[i] = NAN;
 
 	lk_sweep(&o, &res);
+	lk_settle_ceilings(&o, &res);
 	fprintf(stderr,
 		"%s: done in %.1f s, every run verified (%" PRIu64
 		" results checked)\n",
@@ -352,6 +428,7 @@ int bench_locks_main(int argc, char **argv)
 	free(res.mps);
 	free(res.cpus);
 	free(res.jobpct);
+	free(res.ceil);
 	lk_run_cleanup();
 	return rc;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lk_calibrate.c - `bpbench locks`' work per job: how many LCG steps make
- * --work-ns, what one job then costs on one thread, and the compute ceiling
- * that cost gives (lk_experiment.h).
+ * --work-ns, and what one job then costs on one thread (lk_experiment.h;
+ * the compute ceiling is measured in lk_ceiling.c).
  */
 #include <math.h>
 #include <time.h>
@@ -79,12 +79,17 @@ void lk_calibrate(struct lk_opts *o)
 	o->work_ns_measured = lk_time_work(o->iters);
 }
 
-double lk_ceiling(const struct lk_opts *o, unsigned threads)
+unsigned lk_ceiling_cpus(const struct lk_opts *o, unsigned threads)
 {
-	unsigned usable =
+	unsigned u =
 		threads < (unsigned)o->a.ncpus ? threads : (unsigned)o->a.ncpus;
 
+	return u < LK_MAX_THREADS ? u : LK_MAX_THREADS;
+}
+
+double lk_ceiling(const struct lk_opts *o, unsigned threads)
+{
 	if (o->work_ns == 0)
 		return NAN;
-	return (double)usable * 1e3 / o->work_ns_measured;
+	return o->ceil_mps[lk_ceiling_cpus(o, threads)];
 }

@@ -4,7 +4,8 @@
  * its results, and the entry points of its parts:
  *
  *   exp/locks.c          the subcommand: options, the interleaved sweep
- *   locks/lk_calibrate.c the work per job and the compute ceiling
+ *   locks/lk_calibrate.c the work per job
+ *   locks/lk_ceiling.c   the compute ceiling, measured between the runs
  *   locks/lk_run.c       one verified run: threads, closed loop, the check
  *   locks/lk_report.c    medians, the tables, the headline, CSV and JSON
  *   locks/lk_plot.c      the plots of --out
@@ -41,6 +42,12 @@ struct lk_opts {
 	/* calibration */
 	uint64_t iters;
 	double work_ns_measured; /* per job, one thread, no hand-offs */
+	/*
+	 * The compute ceiling with u CPUs computing (lk_ceiling.c), M results
+	 * per second: the median of its interleaved runs, NaN where not
+	 * measured (trivial jobs, or no thread count gave that u).
+	 */
+	double ceil_mps[LK_MAX_THREADS + 1];
 };
 
 struct lk_results {
@@ -49,6 +56,7 @@ struct lk_results {
 	double *mps;
 	double *cpus;	/* CPUs the process got in the window */
 	double *jobpct; /* % of that CPU time spent in the jobs' own work */
+	double *ceil;	/* [run][u]: compute-only runs, u = 0..LK_MAX_THREADS */
 };
 
 /* What the printers get (bench_emit's ctx). */
@@ -86,8 +94,12 @@ static inline size_t lk_index(const struct lk_results *r, int run, int v, int t,
 
 /* lk_calibrate.c: set o->iters for --work-ns, measure o->work_ns_measured */
 void lk_calibrate(struct lk_opts *o);
+/* CPUs that `threads` workers can keep busy: min(threads, usable CPUs). */
+unsigned lk_ceiling_cpus(const struct lk_opts *o, unsigned threads);
 /* The compute ceiling at `threads` workers, M results/s; NaN for trivial. */
 double lk_ceiling(const struct lk_opts *o, unsigned threads);
+/* lk_ceiling.c: one verified compute-only run on u CPUs, M results/s. */
+double lk_ceiling_run(const struct lk_opts *o, unsigned u);
 
 /*
  * lk_run.c: one run of var at (threads, B) with `pool` jobs circulating,
@@ -96,6 +108,8 @@ double lk_ceiling(const struct lk_opts *o, unsigned threads);
 void lk_run_verified(const struct lk_opts *o, const struct lk_variant *var,
 		     unsigned threads, unsigned B, unsigned pool,
 		     struct lk_outcome *out);
+/* Sum of lk_result(s, iters) over s < n (cached: one iters per sweep). */
+uint64_t lk_expected_sum(uint64_t n, uint64_t iters);
 /* Results checked by every run so far. */
 uint64_t lk_results_verified(void);
 /* Free what the checks kept between runs. */

@@ -131,8 +131,12 @@ static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,
 			   o->threads[t]);
 	lk_sprintf(s, ")\n");
 	if (o->work_ns)
-		lk_sprintf(s, "cap(x) = (x < %d ? x : %d) * %g\n", o->a.ncpus,
-			   o->a.ncpus, 1e3 / o->work_ns_measured);
+		/* the measured ceiling with every CPU, per CPU below that */
+		lk_sprintf(s, "cap(x) = (x < %u ? x : %u) * %g\n",
+			   lk_ceiling_cpus(o, (unsigned)o->a.ncpus),
+			   lk_ceiling_cpus(o, (unsigned)o->a.ncpus),
+			   lk_ceiling(o, (unsigned)o->a.ncpus) /
+				   lk_ceiling_cpus(o, (unsigned)o->a.ncpus));
 }
 
 int lk_plots(const struct lk_opts *o, const struct lk_results *r)

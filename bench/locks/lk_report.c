@@ -183,10 +183,12 @@ static void lk_print_legend(FILE *f, const struct lk_opts *o)
 			"jobs: --work-ns %u -> %" PRIu64
 			" LCG steps, measured %.2f ns (thread CPU time) per "
 			"job on one thread;\n"
-			"compute ceiling = min(threads, %d CPUs) / %.2f ns = "
-			"%.2f M results/s with every CPU\n",
+			"compute ceiling = min(threads, %d CPUs) pinned "
+			"threads "
+			"doing only jobs, no hand-offs,\nmeasured in the same "
+			"interleaved rounds as the variants (median): %.2f M "
+			"results/s with every CPU\n",
 			o->work_ns, o->iters, o->work_ns_measured, o->a.ncpus,
-			o->work_ns_measured,
 			lk_ceiling(o, (unsigned)o->a.ncpus));
 	else
 		fprintf(f,
@@ -202,10 +204,11 @@ static void lk_print_legend(FILE *f, const struct lk_opts *o)
 	fprintf(f,
 		"CPUs = CPU time the process got in the window / the window "
 		"(on a shared machine\nless than the usable CPUs)%s\n",
-		o->work_ns ? "; job % = results x measured job time / that "
-			     "CPU time: the share\nof the CPU the run got that "
-			     "went into the jobs themselves"
-			   : "");
+		o->work_ns
+			? "; job % = results x a job's CPU time in the "
+			  "ceiling runs / that CPU\ntime: the share of the "
+			  "CPU the run got that went into the jobs themselves"
+			: "");
 	fprintf(f, "(mutex does not batch: it runs at B = 1 only)\n\n");
 }
 

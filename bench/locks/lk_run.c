@@ -40,7 +40,7 @@
 static uint64_t *lk_prefix; /* lk_prefix[k] = sum over s < k * LK_SUM_STEP */
 static size_t lk_nprefix, lk_prefix_cap;
 
-static uint64_t lk_expected_sum(uint64_t n, uint64_t iters)
+uint64_t lk_expected_sum(uint64_t n, uint64_t iters)
 {
 	size_t k = (size_t)(n / LK_SUM_STEP);
 	uint64_t sum;
