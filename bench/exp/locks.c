@@ -38,13 +38,24 @@ static unsigned lk_pool_for(const struct lk_opts *o, unsigned threads,
 	return auto_pool > 4096 ? auto_pool : 4096;
 }
 
+/*
+ * One point of one round. With --work-ns, a compute-ceiling run goes right
+ * beside it (before it in even rounds, after it in odd ones): the host's
+ * speed drifts within seconds, so a % of the ceiling is only meaningful
+ * against a ceiling measured at the same moment.
+ */
 static void lk_run_point(const struct lk_opts *o, const struct lk_variant *var,
 			 unsigned threads, unsigned B, struct lk_results *res,
-			 size_t cell)
+			 int run, size_t cell)
 {
+	unsigned u = lk_ceiling_cpus(o, threads);
 	struct lk_outcome out;
 
+	if (o->work_ns && run % 2 == 0)
+		res->ceil[cell] = lk_ceiling_run(o, u);
 	lk_run_verified(o, var, threads, B, lk_pool_for(o, threads, B), &out);
+	if (o->work_ns && run % 2 == 1)
+		res->ceil[cell] = lk_ceiling_run(o, u);
 	/* results per microsecond = millions per second */
 	res->mps[cell] = (double)out.window_count * 1e3 / (double)out.window_ns;
 	res->cpus[cell] = out.cpu_wall_ns > 0
@@ -57,38 +68,13 @@ static void lk_run_point(const struct lk_opts *o, const struct lk_variant *var,
 					   : NAN;
 }
 
-/*
- * The CPU counts u whose compute ceiling the tables need (with --work-ns):
- * min(threads, CPUs) of every thread count, and every usable CPU (the
- * header and the plots). want[u] is set for those.
- */
-static int lk_ceiling_points(const struct lk_opts *o, bool *want)
-{
-	int n = 0;
-
-	memset(want, 0, sizeof(bool) * (LK_MAX_THREADS + 1));
-	if (!o->work_ns)
-		return 0;
-	want[lk_ceiling_cpus(o, (unsigned)o->a.ncpus)] = true;
-	for (int t = 0; t < o->nthreads; t++)
-		want[lk_ceiling_cpus(o, o->threads[t])] = true;
-	for (int u = 0; u <= LK_MAX_THREADS; u++)
-		n += want[u];
-	return n;
-}
-
-/* Points: idx[3n] = variant, or -1 for a compute-ceiling run on idx[3n+1]
- * CPUs; then the thread and B indices. */
 static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 {
 	int npts = 0, *order;
 	uint64_t rng = o->a.seed;
-	bool want[LK_MAX_THREADS + 1];
-	int nceil = lk_ceiling_points(o, want);
 
 	for (int v = 0; v < o->nvars; v++)
 		npts += o->nthreads * lk_nb(o, o->vars[v]);
-	npts += nceil;
 	order = bench_zalloc(sizeof(int) * (size_t)npts *
 			     4); /* + idx[3][npts] */
 	for (int run = 0; run < (int)o->a.runs; run++) {
@@ -104,27 +90,13 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 					order[n] = n;
 					n++;
 				}
-		for (int u = 0; u <= LK_MAX_THREADS; u++)
-			if (want[u]) {
-				idx[3 * n] = -1;
-				idx[3 * n + 1] = u;
-				idx[3 * n + 2] = 0;
-				order[n] = n;
-				n++;
-			}
 		bench_shuffle(order, npts, &rng);
 		for (int i = 0; i < npts; i++) {
 			const int *pt = idx + 3 * order[i];
-			const struct lk_variant *var;
+			const struct lk_variant *var = o->vars[pt[0]];
 
-			if (pt[0] < 0) {
-				res->ceil[run * (LK_MAX_THREADS + 1) + pt[1]] =
-					lk_ceiling_run(o, (unsigned)pt[1]);
-				continue;
-			}
-			var = o->vars[pt[0]];
 			lk_run_point(o, var, o->threads[pt[1]],
-				     lk_B(o, var, pt[2]), res,
+				     lk_B(o, var, pt[2]), res, run,
 				     lk_index(res, run, pt[0], pt[1], pt[2]));
 		}
 		fprintf(stderr,
@@ -136,35 +108,53 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 }
 
 /*
- * After the sweep: each ceiling is the median of its runs, and job % is
- * restated with the time a job took when every CPU computed (the ceiling's),
- * not the one-thread timing the runs used meanwhile.
+ * After the sweep: the ceiling on u CPUs is the median of every ceiling run
+ * on u CPUs, and job % is restated with the CPU time a job took in the
+ * ceiling run beside it, not the one-thread timing the runs used meanwhile.
  */
 static void lk_settle_ceilings(struct lk_opts *o, struct lk_results *res)
 {
-	for (int u = 0; u <= LK_MAX_THREADS; u++) {
-		double v[LK_MAX_RUNS];
+	size_t ncell = (size_t)res->runs * (size_t)res->nvars *
+		       (size_t)res->nthreads * (size_t)res->nbatches;
+	double *v = bench_zalloc(sizeof(double) * ncell);
 
-		for (int run = 0; run < res->runs; run++)
-			v[run] = res->ceil[run * (LK_MAX_THREADS + 1) + u];
-		o->ceil_mps[u] = bench_median(v, res->runs);
-	}
-	if (!o->work_ns)
+	for (int u = 0; u <= LK_MAX_THREADS; u++)
+		o->ceil_mps[u] = NAN;
+	if (!o->work_ns) {
+		free(v);
 		return;
+	}
 	for (int t = 0; t < o->nthreads; t++) {
 		unsigned u = lk_ceiling_cpus(o, o->threads[t]);
-		/* ns of CPU per job with u CPUs computing */
-		double job_ns = (double)u * 1e3 / o->ceil_mps[u];
+		int n = 0;
 
 		for (int run = 0; run < res->runs; run++)
-			for (int v = 0; v < res->nvars; v++)
+			for (int w = 0; w < res->nvars; w++)
 				for (int b = 0; b < res->nbatches; b++) {
-					size_t i = lk_index(res, run, v, t, b);
+					size_t i = lk_index(res, run, w, t, b);
+					/* ns of CPU per job, u CPUs computing
+					 */
+					double job_ns =
+						(double)u * 1e3 / res->ceil[i];
 
 					res->jobpct[i] *=
 						job_ns / o->work_ns_measured;
 				}
+		/* every thread count with this u adds its ceiling runs */
+		for (int t2 = 0; t2 < o->nthreads; t2++)
+			if (lk_ceiling_cpus(o, o->threads[t2]) == u)
+				for (int run = 0; run < res->runs; run++)
+					for (int w = 0; w < res->nvars; w++)
+						for (int b = 0;
+						     b < res->nbatches; b++)
+							v[n++] =
+								res->ceil[lk_index(
+									res,
+									run, w,
+									t2, b)];
+		o->ceil_mps[u] = bench_median(v, n);
 	}
+	free(v);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -409,7 +399,6 @@ int bench_locks_main(int argc, char **argv)
 	res.jobpct = bench_zalloc(sizeof(double) * ncell);
 	for (size_t i = 0; i < ncell; i++)
 		res.mps[i] = res.cpus[i] = res.jobpct[i] = NAN;
-	ncell = (size_t)o.a.runs * (LK_MAX_THREADS + 1);
 	res.ceil = bench_zalloc(sizeof(double) * ncell);
 	for (size_t i = 0; i < ncell; i++)
 		res.ceil[i] = NAN;

@@ -7,8 +7,8 @@
  * computes, so no variant can beat it; "cores / time of one job on one
  * thread" is the same number on a quiet machine, but on this noisy one a
  * single timing drifts with the host (45 to 58 ns for the same 60 steps was
- * seen), so the ceiling runs are interleaved with the variants' runs and
- * each table compares medians taken over the same rounds.
+ * seen), so a ceiling run goes beside every run (exp/locks.c) and a % of
+ * the ceiling is the median of each run over the ceiling run beside it.
  *
  * Verified like a run: every thread's sum of results must equal the sum of
  * lk_result over the sequence numbers it counted.

@@ -44,8 +44,8 @@ struct lk_opts {
 	double work_ns_measured; /* per job, one thread, no hand-offs */
 	/*
 	 * The compute ceiling with u CPUs computing (lk_ceiling.c), M results
-	 * per second: the median of its interleaved runs, NaN where not
-	 * measured (trivial jobs, or no thread count gave that u).
+	 * per second: the median of its runs, NaN where not measured (trivial
+	 * jobs, or no thread count gave that u).
 	 */
 	double ceil_mps[LK_MAX_THREADS + 1];
 };
@@ -56,7 +56,8 @@ struct lk_results {
 	double *mps;
 	double *cpus;	/* CPUs the process got in the window */
 	double *jobpct; /* % of that CPU time spent in the jobs' own work */
-	double *ceil;	/* [run][u]: compute-only runs, u = 0..LK_MAX_THREADS */
+	/* the compute-ceiling run beside each run (lk_ceiling.c), M/s */
+	double *ceil;
 };
 
 /* What the printers get (bench_emit's ctx). */
@@ -118,6 +119,8 @@ void lk_run_cleanup(void);
 /* lk_report.c */
 double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
 		 double *max);
+/* Median over runs of 100 x a run / the ceiling run beside it; NaN: none. */
+double lk_pct_ceiling(const struct lk_results *r, int v, int t, int b);
 /* A variant's best median at one thread count, and the B index of it. */
 double lk_best(const struct lk_opts *o, const struct lk_results *r, int v,
 	       int t, int *best_b);

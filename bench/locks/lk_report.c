@@ -45,6 +45,20 @@ double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
 	return bench_median_range(x, r->runs, min, max);
 }
 
+double lk_pct_ceiling(const struct lk_results *r, int v, int t, int b)
+{
+	double x[LK_MAX_RUNS];
+
+	if (b < 0)
+		return NAN;
+	for (int run = 0; run < r->runs; run++) {
+		size_t i = lk_index(r, run, v, t, b);
+
+		x[run] = 100 * r->mps[i] / r->ceil[i];
+	}
+	return bench_median(x, r->runs);
+}
+
 double lk_best(const struct lk_opts *o, const struct lk_results *r, int v,
 	       int t, int *best_b)
 {
@@ -125,7 +139,7 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 			fprintf(f, " = %.0fx mutex", h.best / h.mutex);
 		if (!isnan(ceil))
 			fprintf(f, " = %.0f %% of the ceiling (%.2f M/s)",
-				100 * h.best / ceil, ceil);
+				lk_pct_ceiling(r, h.best_v, t, h.best_b), ceil);
 		fprintf(f, " [run got %.2f CPUs",
 			lk_median_of(r, r->cpus, h.best_v, t, h.best_b));
 		if (o->work_ns)
@@ -141,7 +155,12 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 					h.pipeline / h.mutex);
 			if (!isnan(ceil))
 				fprintf(f, " = %.0f %% of the ceiling",
-					100 * h.pipeline / ceil);
+					lk_pct_ceiling(
+						r,
+						lk_find_var(
+							o,
+							&lk_batchpipe_pipeline),
+						t, h.pipeline_b));
 			fprintf(f, ")");
 		}
 		fprintf(f, "\n");
@@ -185,9 +204,10 @@ static void lk_print_legend(FILE *f, const struct lk_opts *o)
 			"job on one thread;\n"
 			"compute ceiling = min(threads, %d CPUs) pinned "
 			"threads "
-			"doing only jobs, no hand-offs,\nmeasured in the same "
-			"interleaved rounds as the variants (median): %.2f M "
-			"results/s with every CPU\n",
+			"doing only jobs, no hand-offs,\nmeasured beside every "
+			"run (median): %.2f M results/s with every CPU; "
+			"%% ceil\n= median over runs of a run / the ceiling "
+			"run beside it\n",
 			o->work_ns, o->iters, o->work_ns_measured, o->a.ncpus,
 			lk_ceiling(o, (unsigned)o->a.ncpus));
 	else
@@ -234,7 +254,6 @@ static void lk_print_best(FILE *f, const struct lk_opts *o,
 	for (int th = 0; th < o->nthreads; th++) {
 		int b;
 		double mutex = mv >= 0 ? lk_best(o, r, mv, th, &b) : NAN;
-		double ceil = lk_ceiling(o, o->threads[th]);
 
 		for (int v = 0; v < o->nvars; v++) {
 			double m = lk_best(o, r, v, th, &b);
@@ -252,7 +271,8 @@ static void lk_print_best(FILE *f, const struct lk_opts *o,
 			bench_table_num(&t, m, 3);
 			bench_table_num(&t, mutex > 0 ? m / mutex : NAN, 1);
 			if (o->work_ns)
-				lk_table_pct(&t, 100 * m / ceil, 1);
+				lk_table_pct(&t, lk_pct_ceiling(r, v, th, b),
+					     1);
 			bench_table_num(
 				&t,
 				b >= 0 ? lk_median_of(r, r->cpus, v, th, b)
@@ -387,7 +407,9 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		fprintf(f, ",\"ceiling_mps\":");
 		lk_json_num(f, lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_pct_of_ceiling\":");
-		lk_json_num(f, 100 * h.best / lk_ceiling(o, o->threads[t]));
+		lk_json_num(f, h.best_v >= 0 ? lk_pct_ceiling(r, h.best_v, t,
+							      h.best_b)
+					     : NAN);
 		fprintf(f, ",\"best_cpus\":");
 		lk_json_num(f, h.best_v >= 0
 				       ? lk_median_of(r, r->cpus, h.best_v, t,
