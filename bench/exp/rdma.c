@@ -56,7 +56,7 @@
  * failure exits 1.
  *
  * --latency: 4 KiB writes at depth 1, one worker, per completion wait
- * (document 001): the pipeline closes the loop in the sink (the sink
+ * (busy polling against sleeping): the pipeline closes the loop in the sink (the sink
  * resubmits the job it got, BP_SUBMIT_NONBLOCK, which cannot fail with one
  * job in a ring of thousands), latency = the clock just before bp_submit
  * -> the clock on entry to the sink; raw: post -> completion reaped. Then

@@ -22,7 +22,7 @@
  *   struct bp_rdma_conn   a control connection to a bp-target daemon: it
  *                         hands out the peer description the stage needs.
  *
- * A rail stands for one NIC: on a node with several (document 000's 4 per
+ * A rail stands for one NIC: on a node with several (e.g. 4 per
  * GPU), rail r of every worker opens the r-th distinct domain the provider
  * reports; with one NIC (or loopback) the rails are separate domains on it.
  * Jobs are striped across a worker's rails unless a job names its rail.

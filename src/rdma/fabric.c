@@ -6,7 +6,7 @@
  *
  * Each set gets a fabric and domain of its own, so that the thread that
  * owns it needs no lock (FI_THREAD_DOMAIN) and shares nothing with the
- * others: document 000's per-thread ownership.
+ * others: per-thread ownership, what keeps many-thread RDMA links full.
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 /*
  * The passive side: memory that remote stages write and read. One
  * endpoint per rail, each with a progress thread of its own that polls its
- * CQ (document 002: the receiving side must scale across cores too, and
+ * CQ (the receiving side must scale across cores too, and
  * manual-progress providers land a remote write only while the target
  * polls). Regions get their own registration per rail, so every client of
  * a daemon has its own keys.

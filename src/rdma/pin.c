@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rail-local pinning: document 000's largest single step (355 -> 1238 Gbps)
- * was running each thread on CPUs near its NIC. The provider names the NIC's
+ * Rail-local pinning: on a many-NIC node, running each thread on CPUs near
+ * its NIC is the largest single step (355 -> 1238 Gbps in one measurement). The provider names the NIC's
  * PCI address (fi_nic bus attributes); sysfs says which CPUs are local to it.
  */
 #include <errno.h>

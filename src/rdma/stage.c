@@ -10,7 +10,7 @@
  *   cancel()       jobs still queued complete as cancelled; posted ones run
  *                  to their completion
  *
- * Posting (document 000): at most `credits` operations in flight per rail
+ * Posting: at most `credits` operations in flight per rail
  * and `post_batch` per pass, with FI_MORE on all but the last of a pass so
  * the provider may ring its doorbell once. -FI_EAGAIN leaves the job at the
  * head of the rail's queue, to be retried after the next reap: never a spin
