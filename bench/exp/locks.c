@@ -109,52 +109,44 @@ static void lk_sweep(const struct lk_opts *o, struct lk_results *res)
 
 /*
  * After the sweep: the ceiling on u CPUs is the median of every ceiling run
- * on u CPUs, and job % is restated with the CPU time a job took in the
- * ceiling run beside it, not the one-thread timing the runs used meanwhile.
+ * beside a point with that many CPUs, and job % is restated with the CPU
+ * time a job took in those runs, not the one-thread timing the runs used
+ * meanwhile.
  */
 static void lk_settle_ceilings(struct lk_opts *o, struct lk_results *res)
 {
-	size_t ncell = (size_t)res->runs * (size_t)res->nvars *
-		       (size_t)res->nthreads * (size_t)res->nbatches;
-	double *v = bench_zalloc(sizeof(double) * ncell);
+	size_t per_t =
+		(size_t)res->runs * (size_t)res->nvars * (size_t)res->nbatches;
+	double *v =
+		bench_zalloc(sizeof(double) * per_t * (size_t)res->nthreads);
 
-	for (int u = 0; u <= LK_MAX_THREADS; u++)
-		o->ceil_mps[u] = NAN;
-	if (!o->work_ns) {
-		free(v);
-		return;
-	}
-	for (int t = 0; t < o->nthreads; t++) {
-		unsigned u = lk_ceiling_cpus(o, o->threads[t]);
+	for (int u = 0; u <= LK_MAX_THREADS; u++) {
 		int n = 0;
+
+		for (int t = 0; o->work_ns && t < o->nthreads; t++) {
+			if (lk_ceiling_cpus(o, o->threads[t]) != (unsigned)u)
+				continue;
+			for (int run = 0; run < res->runs; run++)
+				for (int w = 0; w < res->nvars; w++)
+					for (int b = 0; b < res->nbatches; b++)
+						v[n++] = res->ceil[lk_index(
+							res, run, w, t, b)];
+		}
+		o->ceil_mps[u] = n ? bench_median(v, n) : NAN;
+	}
+	free(v);
+	for (int t = 0; o->work_ns && t < o->nthreads; t++) {
+		unsigned u = lk_ceiling_cpus(o, o->threads[t]);
+		/* ns of CPU per job with u CPUs computing */
+		double job_ns = (double)u * 1e3 / o->ceil_mps[u];
 
 		for (int run = 0; run < res->runs; run++)
 			for (int w = 0; w < res->nvars; w++)
-				for (int b = 0; b < res->nbatches; b++) {
-					size_t i = lk_index(res, run, w, t, b);
-					/* ns of CPU per job, u CPUs computing
-					 */
-					double job_ns =
-						(double)u * 1e3 / res->ceil[i];
-
-					res->jobpct[i] *=
+				for (int b = 0; b < res->nbatches; b++)
+					res->jobpct[lk_index(res, run, w, t,
+							     b)] *=
 						job_ns / o->work_ns_measured;
-				}
-		/* every thread count with this u adds its ceiling runs */
-		for (int t2 = 0; t2 < o->nthreads; t2++)
-			if (lk_ceiling_cpus(o, o->threads[t2]) == u)
-				for (int run = 0; run < res->runs; run++)
-					for (int w = 0; w < res->nvars; w++)
-						for (int b = 0;
-						     b < res->nbatches; b++)
-							v[n++] =
-								res->ceil[lk_index(
-									res,
-									run, w,
-									t2, b)];
-		o->ceil_mps[u] = bench_median(v, n);
 	}
-	free(v);
 }
 
 /* ---- options ------------------------------------------------------------ */

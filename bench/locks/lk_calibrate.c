@@ -87,6 +87,14 @@ unsigned lk_ceiling_cpus(const struct lk_opts *o, unsigned threads)
 	return u < LK_MAX_THREADS ? u : LK_MAX_THREADS;
 }
 
+unsigned lk_ceiling_top(const struct lk_opts *o)
+{
+	for (unsigned u = LK_MAX_THREADS; u > 0; u--)
+		if (!isnan(o->ceil_mps[u]))
+			return u;
+	return 0;
+}
+
 double lk_ceiling(const struct lk_opts *o, unsigned threads)
 {
 	if (o->work_ns == 0)

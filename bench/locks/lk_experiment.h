@@ -97,6 +97,9 @@ static inline size_t lk_index(const struct lk_results *r, int run, int v, int t,
 void lk_calibrate(struct lk_opts *o);
 /* CPUs that `threads` workers can keep busy: min(threads, usable CPUs). */
 unsigned lk_ceiling_cpus(const struct lk_opts *o, unsigned threads);
+/* The most CPUs a ceiling was measured on (every usable CPU unless no
+ * thread count reached that many); 0 for trivial jobs. */
+unsigned lk_ceiling_top(const struct lk_opts *o);
 /* The compute ceiling at `threads` workers, M results/s; NaN for trivial. */
 double lk_ceiling(const struct lk_opts *o, unsigned threads);
 /* lk_ceiling.c: one verified compute-only run on u CPUs, M results/s. */
@@ -119,8 +122,9 @@ void lk_run_cleanup(void);
 /* lk_report.c */
 double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
 		 double *max);
-/* Median over runs of 100 x a run / the ceiling run beside it; NaN: none. */
-double lk_pct_ceiling(const struct lk_results *r, int v, int t, int b);
+/* 100 x the median of (v, t, b) / the ceiling at thread index t; NaN: none. */
+double lk_pct_ceiling(const struct lk_opts *o, const struct lk_results *r,
+		      int v, int t, int b);
 /* A variant's best median at one thread count, and the B index of it. */
 double lk_best(const struct lk_opts *o, const struct lk_results *r, int v,
 	       int t, int *best_b);

@@ -131,12 +131,12 @@ static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,
 			   o->threads[t]);
 	lk_sprintf(s, ")\n");
 	if (o->work_ns)
-		/* the measured ceiling with every CPU, per CPU below that */
+		/* per CPU: the ceiling on the most CPUs measured */
 		lk_sprintf(s, "cap(x) = (x < %u ? x : %u) * %g\n",
 			   lk_ceiling_cpus(o, (unsigned)o->a.ncpus),
 			   lk_ceiling_cpus(o, (unsigned)o->a.ncpus),
-			   lk_ceiling(o, (unsigned)o->a.ncpus) /
-				   lk_ceiling_cpus(o, (unsigned)o->a.ncpus));
+			   lk_ceiling(o, lk_ceiling_top(o)) /
+				   lk_ceiling_top(o));
 }
 
 int lk_plots(const struct lk_opts *o, const struct lk_results *r)
@@ -158,7 +158,7 @@ int lk_plots(const struct lk_opts *o, const struct lk_results *r)
 	lk_write_dat(f, o, r, vb_index, best_index, &ymin, &ymax);
 	fclose(f);
 	if (o->work_ns) {
-		double c = lk_ceiling(o, (unsigned)o->a.ncpus);
+		double c = lk_ceiling(o, lk_ceiling_top(o));
 
 		if (c > ymax)
 			ymax = c;

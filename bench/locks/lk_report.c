@@ -45,18 +45,20 @@ double lk_median(const struct lk_results *r, int v, int t, int b, double *min,
 	return bench_median_range(x, r->runs, min, max);
 }
 
-double lk_pct_ceiling(const struct lk_results *r, int v, int t, int b)
+/*
+ * One definition everywhere (tables, headline, JSON, the showcase's report):
+ * the median of a point over the ceiling on as many CPUs, itself the median
+ * of every ceiling run beside a point with that many (lk_settle_ceilings).
+ * A ratio per run against the one 15 ms ceiling run beside it was tried:
+ * too noisy, it ranked variants against their own throughput.
+ */
+double lk_pct_ceiling(const struct lk_opts *o, const struct lk_results *r,
+		      int v, int t, int b)
 {
-	double x[LK_MAX_RUNS];
-
-	if (b < 0)
+	if (v < 0 || b < 0)
 		return NAN;
-	for (int run = 0; run < r->runs; run++) {
-		size_t i = lk_index(r, run, v, t, b);
-
-		x[run] = 100 * r->mps[i] / r->ceil[i];
-	}
-	return bench_median(x, r->runs);
+	return 100 * lk_median(r, v, t, b, NULL, NULL) /
+	       lk_ceiling(o, o->threads[t]);
 }
 
 double lk_best(const struct lk_opts *o, const struct lk_results *r, int v,
@@ -139,7 +141,8 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 			fprintf(f, " = %.0fx mutex", h.best / h.mutex);
 		if (!isnan(ceil))
 			fprintf(f, " = %.0f %% of the ceiling (%.2f M/s)",
-				lk_pct_ceiling(r, h.best_v, t, h.best_b), ceil);
+				lk_pct_ceiling(o, r, h.best_v, t, h.best_b),
+				ceil);
 		fprintf(f, " [run got %.2f CPUs",
 			lk_median_of(r, r->cpus, h.best_v, t, h.best_b));
 		if (o->work_ns)
@@ -155,12 +158,7 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 					h.pipeline / h.mutex);
 			if (!isnan(ceil))
 				fprintf(f, " = %.0f %% of the ceiling",
-					lk_pct_ceiling(
-						r,
-						lk_find_var(
-							o,
-							&lk_batchpipe_pipeline),
-						t, h.pipeline_b));
+					100 * h.pipeline / ceil);
 			fprintf(f, ")");
 		}
 		fprintf(f, "\n");
@@ -202,14 +200,14 @@ static void lk_print_legend(FILE *f, const struct lk_opts *o)
 			"jobs: --work-ns %u -> %" PRIu64
 			" LCG steps, measured %.2f ns (thread CPU time) per "
 			"job on one thread;\n"
+			"(jobs back to back: the CPU overlaps consecutive "
+			"jobs' arithmetic, as in every variant's batches)\n"
 			"compute ceiling = min(threads, %d CPUs) pinned "
-			"threads "
-			"doing only jobs, no hand-offs,\nmeasured beside every "
-			"run (median): %.2f M results/s with every CPU; "
-			"%% ceil\n= median over runs of a run / the ceiling "
-			"run beside it\n",
+			"threads doing only jobs, no hand-offs,\nbeside every "
+			"run, median: %.2f M results/s on %u CPUs; %% ceil = "
+			"a median / the ceiling\n",
 			o->work_ns, o->iters, o->work_ns_measured, o->a.ncpus,
-			lk_ceiling(o, (unsigned)o->a.ncpus));
+			lk_ceiling(o, lk_ceiling_top(o)), lk_ceiling_top(o));
 	else
 		fprintf(f,
 			"jobs: trivial (one multiply, measured %.2f ns per job "
@@ -271,7 +269,7 @@ static void lk_print_best(FILE *f, const struct lk_opts *o,
 			bench_table_num(&t, m, 3);
 			bench_table_num(&t, mutex > 0 ? m / mutex : NAN, 1);
 			if (o->work_ns)
-				lk_table_pct(&t, lk_pct_ceiling(r, v, th, b),
+				lk_table_pct(&t, lk_pct_ceiling(o, r, v, th, b),
 					     1);
 			bench_table_num(
 				&t,
@@ -367,7 +365,8 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		o->work_ns, o->iters);
 	lk_json_num(f, o->work_ns_measured);
 	fprintf(f, ",\"usable_cpus\":%d,\"ceiling_mps\":", o->a.ncpus);
-	lk_json_num(f, lk_ceiling(o, (unsigned)o->a.ncpus));
+	lk_json_num(f, lk_ceiling(o, lk_ceiling_top(o)));
+	fprintf(f, ",\"ceiling_cpus\":%u", lk_ceiling_top(o));
 	fprintf(f, ",\"runs\":%u,\"ms\":%u,\"seed\":%" PRIu64 ",\"threads\":[",
 		o->a.runs, o->a.ms, o->a.seed);
 	for (int t = 0; t < o->nthreads; t++)
@@ -407,9 +406,11 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		fprintf(f, ",\"ceiling_mps\":");
 		lk_json_num(f, lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_pct_of_ceiling\":");
-		lk_json_num(f, h.best_v >= 0 ? lk_pct_ceiling(r, h.best_v, t,
+		lk_json_num(f, h.best_v >= 0 ? lk_pct_ceiling(o, r, h.best_v, t,
 							      h.best_b)
 					     : NAN);
+		fprintf(f, ",\"pipeline_pct_of_ceiling\":");
+		lk_json_num(f, 100 * h.pipeline / lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_cpus\":");
 		lk_json_num(f, h.best_v >= 0
 				       ? lk_median_of(r, r->cpus, h.best_v, t,
