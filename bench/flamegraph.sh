@@ -321,7 +321,8 @@ fi
 command -v perf >/dev/null ||
 	{ echo "flamegraph: perf is missing (Debian: apt-get install linux-perf; scripts/deps.sh)" >&2; exit 77; }
 work=$(mktemp -d "$out/.$name.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 1' HUP INT TERM
 if ! perf record -q -e cpu-clock -F "$freq" -o "$work/probe.data" -- true >"$work/probe.log" 2>&1; then
 	par=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo "?")
 	cat "$work/probe.log" >&2

@@ -8,6 +8,7 @@ set -u
 FG=$BP_SOURCE_ROOT/bench/flamegraph.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }

@@ -7,7 +7,8 @@ set -u
 : "${BPBENCH:?BPBENCH must name the bpbench binary}"
 export FI_TCP_IFACE=lo
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 fail() {
 	echo "test_rdma: FAIL: $*" >&2
 	exit 1

@@ -9,6 +9,7 @@ set -u
 : "${BPBENCH:?}" "${BP_SOURCE_ROOT:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 out=$tmp/results
 
