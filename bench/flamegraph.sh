@@ -282,10 +282,17 @@ screenshot() {
 	prof=$(mktemp -d)
 	# A profile folder of its own: a second chromium on a shared profile
 	# would hand its work to the first one and exit.
-	$chrome --headless --no-sandbox --disable-gpu --disable-background-networking \
+	# Bounded: a headless chromium that hangs would hold the run forever.
+	crc=0
+	timeout -k 5 60 "$chrome" --headless --no-sandbox --disable-gpu --disable-background-networking \
 		--disable-component-update --disable-sync --no-first-run --hide-scrollbars \
 		--user-data-dir="$prof" --virtual-time-budget=5000 \
-		--window-size="1400,$3" --screenshot="$2" "file://$1" >"$prof/log" 2>&1 || true
+		--window-size="1400,$3" --screenshot="$2" "file://$1" >"$prof/log" 2>&1 || crc=$?
+	if [ $crc -eq 124 ] || [ $crc -eq 137 ]; then
+		cat "$prof/log" >&2
+		rm -rf "$prof"
+		die "chromium did not finish $2 within 60 s"
+	fi
 	if [ ! -s "$2" ]; then
 		cat "$prof/log" >&2
 		rm -rf "$prof"
