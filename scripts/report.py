@@ -8,7 +8,10 @@ URIs, no external script, style or font, so it works offline and can be
 mailed) and DIR/summary.txt (the headline lines the showcase prints).
 
 Only the files present are read: a step that did not run, or failed, gives
-a line saying so instead of its section. Python 3 standard library only.
+a line saying so instead of its section, and a file a section cannot make
+sense of (truncated JSON, a CSV without a column it needs) gives an
+"unreadable: FILE (why)" line in that section's place; the other sections
+are still written. Python 3 standard library only.
 """
 
 import base64
@@ -27,10 +30,18 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+class Unreadable(Exception):
+    """A file that is there but cannot be made sense of."""
+
+    def __init__(self, path, why):
+        super().__init__("%s: %s" % (path, why))
+        self.path, self.why = path, why
+
+
 def read_tsv(path):
     rows = []
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 line = line.rstrip("\n")
                 if line:
@@ -38,22 +49,40 @@ def read_tsv(path):
     return rows
 
 
-def first_csv_block(path):
+def first_csv_block(path, need=()):
     """The rows of the first CSV block (header, then rows up to a blank line
-    or a row of another width), as dicts; [] when the file is absent."""
+    or a row of another width), as dicts; [] when the file is absent.
+    Unreadable when the header lacks one of the columns in need."""
     if not os.path.isfile(path):
         return []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    rows = list(csv.reader(lines))
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        rows = list(csv.reader(lines))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise Unreadable(path, str(e)) from e
     if not rows:
         return []
     head, out = rows[0], []
+    missing = [c for c in need if c not in head]
+    if missing:
+        raise Unreadable(path, "no column %s in its header" % ", ".join(missing))
     for r in rows[1:]:
         if len(r) != len(head):
             break
         out.append(dict(zip(head, r)))
     return out
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            js = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise Unreadable(path, str(e)) from e
+    if not isinstance(js, dict):
+        raise Unreadable(path, "not a JSON object")
+    return js
 
 
 def num(x):
@@ -89,14 +118,22 @@ class Report:
         self.md = []
         self.html = []
         self.summary = []
-        self.steps = {r[0]: r for r in read_tsv(os.path.join(d, "steps.tsv"))}
+        # Padded to id, status, seconds, title, note: a short line reads as
+        # empty fields, not as a crash.
+        self.steps = {r[0]: r + [""] * (5 - len(r))
+                      for r in read_tsv(os.path.join(d, "steps.tsv"))}
         self.meta = {r[0]: r[1] for r in read_tsv(os.path.join(d, "showcase.tsv")) if len(r) > 1}
         self.used_png = set()
+        # Where the current section's heading ends, and the file it read
+        # last: what guarded() keeps and names when the section fails.
+        self.mark = (0, 0)
+        self.current = None
 
     # -- output primitives -------------------------------------------------
     def heading(self, text, level=2):
         self.md.append("%s %s\n" % ("#" * level, text))
         self.html.append("<h%d>%s</h%d>" % (level, html.escape(text), level))
+        self.mark = (len(self.md), len(self.html))
 
     def para(self, text, cls=None):
         self.md.append(text + "\n")
@@ -136,6 +173,39 @@ class Report:
     def link(self, href, text):
         self.md.append("* [%s](%s)" % (text, href))
         self.html.append('<li><a href="%s">%s</a></li>' % (html.escape(href), html.escape(text)))
+
+    # -- input -------------------------------------------------------------
+    def csv_rows(self, name, *need):
+        self.current = os.path.join(self.dir, name)
+        return first_csv_block(self.current, need)
+
+    def json_file(self, name):
+        self.current = os.path.join(self.dir, name)
+        return read_json(self.current)
+
+    def guarded(self, section, *args):
+        """Runs one section. Should its input be malformed, what it wrote
+        after its heading is dropped for one "unreadable: FILE (why)" line,
+        and the report goes on with the next section. Beyond Unreadable,
+        the errors malformed values raise (a cell that is not a number, a
+        JSON field of another type) are caught too and named by the file
+        the section read last."""
+        md, ht, summ, png = len(self.md), len(self.html), len(self.summary), set(self.used_png)
+        self.mark, self.current = (md, ht), None
+        try:
+            section(*args)
+        except (Unreadable, OSError, UnicodeDecodeError, ValueError, KeyError, IndexError,
+                TypeError, AttributeError, ZeroDivisionError) as e:
+            del self.md[self.mark[0]:]
+            del self.html[self.mark[1]:]
+            del self.summary[summ:]
+            self.used_png = png
+            path = e.path if isinstance(e, Unreadable) else self.current
+            why = e.why if isinstance(e, Unreadable) else "%s: %s" % (type(e).__name__, e)
+            where = os.path.relpath(path, self.dir) if path else "a file of this section"
+            line = "unreadable: %s (%s)" % (where, why)
+            self.para(line, "missing")
+            self.summary.append(line)
 
     # -- step status -------------------------------------------------------
     def step_state(self, sid, *needed):
@@ -212,8 +282,7 @@ class Report:
         js, ceiling = None, None
         p = os.path.join(self.dir, name + ".json")
         if os.path.isfile(p):
-            with open(p, encoding="utf-8") as f:
-                js = json.load(f)
+            js = self.json_file(name + ".json")
             ceiling = num(js.get("ceiling_mps"))
             rows = []
             for h in js.get("headline", []):
@@ -226,7 +295,7 @@ class Report:
                 rows.append(r)
             return js, ceiling, rows
         med = {}
-        for r in first_csv_block(os.path.join(self.dir, name + ".csv")):
+        for r in self.csv_rows(name + ".csv", "variant", "threads", "B", "Mitems_per_s"):
             med.setdefault((r["variant"], int(r["threads"]), int(r["B"])), []).append(
                 num(r["Mitems_per_s"]))
         med = {k: median(v) for k, v in med.items()}
@@ -321,7 +390,7 @@ class Report:
     def ring(self):
         self.heading("Ring comparison")
         state = self.step_state("ring", "ring.csv")
-        rows = first_csv_block(os.path.join(self.dir, "ring.csv"))
+        rows = self.csv_rows("ring.csv", "queue", "P", "C", "B", "Mitems_per_s")
         if state:
             self.not_run("ring", state)
         if not rows:
@@ -363,7 +432,7 @@ class Report:
         state = self.step_state("pipeline", "pipeline.txt")
         if state:
             self.not_run("pipeline", state)
-        rows = first_csv_block(os.path.join(self.dir, "pipeline.csv"))
+        rows = self.csv_rows("pipeline.csv", "wait", "B", "Mjobs_per_s")
         if rows:
             med = {}
             for r in rows:
@@ -384,7 +453,7 @@ class Report:
         self.heading("Batch sweep")
         name = "sweep-pipeline"
         state = self.step_state("sweep", name + ".csv")
-        rows = first_csv_block(os.path.join(self.dir, name + ".csv"))
+        rows = self.csv_rows(name + ".csv", "value", "throughput", "p99")
         if state:
             self.not_run("sweep", state)
         if not rows:
@@ -432,7 +501,8 @@ class Report:
         if state:
             self.not_run("rdma-fill", state)
             return
-        with open(os.path.join(self.dir, "rdma-fill.txt"), encoding="utf-8") as f:
+        self.current = os.path.join(self.dir, "rdma-fill.txt")
+        with open(self.current, encoding="utf-8", errors="replace") as f:
             text = f.read()
         fill = re.search(r"fill \(.*?\):\s*([\d.]+) Gbps", text)
         raw = re.search(r"raw loop[^\n]*\n\s*([\d.]+) Gbps", text)
@@ -548,16 +618,16 @@ def main(argv):
         sys.stderr.write("report.py: %s is not a folder\n" % d)
         return 2
     r = Report(d)
-    r.machine()
-    r.steps_section()
-    r.locks("locks", "trivial jobs", False)
-    r.locks("locks-work50", "~50 ns jobs", True)
-    r.ring()
-    r.pipeline()
-    r.sweep()
-    r.rdma()
-    r.flames()
-    r.other_pngs()
+    r.guarded(r.machine)
+    r.guarded(r.steps_section)
+    r.guarded(r.locks, "locks", "trivial jobs", False)
+    r.guarded(r.locks, "locks-work50", "~50 ns jobs", True)
+    r.guarded(r.ring)
+    r.guarded(r.pipeline)
+    r.guarded(r.sweep)
+    r.guarded(r.rdma)
+    r.guarded(r.flames)
+    r.guarded(r.other_pngs)
     r.write()
     print("report.py: wrote %s and %s" % (os.path.join(d, "report.md"),
                                           os.path.join(d, "report.html")))
