@@ -28,6 +28,9 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# How the locks plots draw the compute ceiling (bench/locks/lk_plot.c).
+CEILING_LINE = ("; the dashed black line is the compute ceiling: it rises with the threads up "
+                "to the number of CPUs, then stays flat")
 
 
 class Unreadable(Exception):
@@ -287,7 +290,9 @@ class Report:
             rows = []
             for h in js.get("headline", []):
                 r = {k: h.get(k) for k in ("threads", "best_variant", "best_B", "best_mps",
-                                           "mutex_mps", "ratio", "pipeline_mps")}
+                                           "mutex_mps", "ratio", "pipeline_mps",
+                                           "best_pct_of_ceiling", "mutex_pct_of_ceiling",
+                                           "pipeline_pct_of_ceiling")}
                 # bpbench locks names it best_batchpipe; the contract said best_variant.
                 r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
                 # The ceiling can depend on the thread count (min(threads, CPUs)).
@@ -308,13 +313,25 @@ class Report:
                          and v is not None), default=None)
             pipe = max((v for k, v in med.items() if k[1] == t and k[0] == "batchpipe-pipeline"
                         and v is not None), default=None)
-            rows.append({"threads": t, "ceiling": None,
+            rows.append({"threads": t, "ceiling": None, "best_pct_of_ceiling": None,
+                         "mutex_pct_of_ceiling": None, "pipeline_pct_of_ceiling": None,
                          "best_variant": best[1][0] if best else None,
                          "best_B": best[1][2] if best else None,
                          "best_mps": best[0] if best else None, "mutex_mps": mutex,
                          "ratio": best[0] / mutex if best and mutex else None,
                          "pipeline_mps": pipe})
         return None, None, rows
+
+    @staticmethod
+    def pct_of_ceiling(r, what, ceiling):
+        """WHAT's % of the compute ceiling: bpbench's own figure from the
+        JSON (WHAT_pct_of_ceiling) where it wrote one, so the report and
+        bpbench's table agree; else WHAT_mps over the row's ceiling."""
+        v = num(r.get(what + "_pct_of_ceiling"))
+        if v is not None:
+            return v
+        mps, c = num(r.get(what + "_mps")), r.get("ceiling") or ceiling
+        return 100 * mps / c if mps and c else None
 
     def locks(self, name, label, work):
         self.heading("Locks, %s" % label)
@@ -341,10 +358,9 @@ class Report:
                     fmt(num(r["mutex_mps"])), ratio_text(num(r["ratio"])),
                     fmt(num(r["pipeline_mps"]))]
             if work and ceiling:
-                c = r["ceiling"] or ceiling
-                line += [fmt(100 * num(r[k]) / c, 1) if num(r[k]) else "-"
-                         for k in ("best_mps", "mutex_mps", "pipeline_mps")]
-                if num(r["best_mps"]) and num(r["best_mps"]) > 1.05 * c:
+                pcts = [self.pct_of_ceiling(r, k, ceiling) for k in ("best", "mutex", "pipeline")]
+                line += [fmt(v, 1) for v in pcts]
+                if pcts[0] is not None and pcts[0] > 105:
                     above = True
             out.append(line)
         self.table(head, out)
@@ -356,8 +372,9 @@ class Report:
             extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
             if work:
                 extra += (", job work asked %s ns, measured %s ns, compute ceiling %s M/s "
-                          "with every CPU busy (= CPUs / measured work per job; with fewer "
-                          "threads than CPUs, threads / work): no correct variant can beat it"
+                          "with every CPU busy (measured: pinned threads, min(threads, CPUs) of "
+                          "them, doing only the jobs, no hand-offs, beside every run): no correct "
+                          "variant can beat it"
                           % (js.get("work_ns"), fmt(num(js.get("work_ns_measured")), 1),
                              fmt(num(ceiling))))
             self.para(extra + ".")
@@ -368,9 +385,9 @@ class Report:
             line = "%s, %s threads: best batchpipe variant %s %s M/s = %s mutex" % (
                 label, top["threads"], top["best_variant"], fmt(num(top["best_mps"])),
                 ratio_text(num(top["ratio"])))
-            if work and ceiling and num(top["best_mps"]):
-                line += " = %.0f %% of the ceiling" % (
-                    100 * num(top["best_mps"]) / (top["ceiling"] or ceiling))
+            best_pct = self.pct_of_ceiling(top, "best", ceiling) if work and ceiling else None
+            if best_pct is not None:
+                line += " = %.0f %% of the ceiling" % best_pct
             line += " (batchpipe-pipeline %s M/s)" % fmt(num(top["pipeline_mps"]))
             self.summary.append(line)
             if work and ceiling and above:
@@ -380,11 +397,11 @@ class Report:
                     "the write-up's figure: throughput vs worker threads, log-log, one panel per "
                     "variant and one line per batch size B. A line that rises with threads "
                     "scales; a flat or falling one is a contended hand-off"
-                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+                    + (CEILING_LINE if work else "") + ".")
         self.figure(name + "-best.png",
                     "each variant at its best B vs threads, log-log: the vertical distance "
                     "between two lines is their ratio, the same at every height"
-                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+                    + (CEILING_LINE if work else "") + ".")
         self.step_table(name)
 
     def ring(self):
