@@ -498,18 +498,24 @@ class Report:
                         ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
             if len(out) == 1:
                 self.summary.append(
-                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 %s -> %s %s"
+                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 at full "
+                    "load %s -> %s %s"
                     % (lo, hi, fmt(t_lo), fmt(t_hi), units[0], out[-1][7], fmt(l_lo), fmt(l_hi),
                        units[1]))
-        self.para("Batching buys throughput and may cost latency: the pipeline run once per "
-                  "batch size B, throughput (%s) and p99 latency (%s) at the smallest and the "
-                  "largest B, medians over runs." % (units[0] or "?", units[1] or "?"))
+        self.para("The pipeline run at full load once per batch size B: throughput (%s) and "
+                  "p99 latency (%s) at the smallest and the largest B, medians over runs. The "
+                  "p99 is measured at saturation, so it is mostly queueing in full rings; "
+                  "larger batches drain the rings faster, so it usually falls as B grows. It is "
+                  "not what a batch costs a job when the pipeline is not busy: that is bpbench "
+                  "pipeline's low-load latency table (its '4. latency', in the pipeline step's table where "
+                  "that step measured it)." % (units[0] or "?", units[1] or "?"))
         self.table(["param2", "B small", "throughput", "p99", "B large", "throughput", "p99",
                     "throughput large/small", "p99 large/small"], out)
         self.figure(name + ".png",
-                    "throughput (left) and p99 latency (right) vs B, log x axis; a throughput "
-                    "curve that flattens says where larger batches stop paying, and the latency "
-                    "panel says what they cost.")
+                    "throughput (left) and p99 latency at full load (right) vs B, log x axis; a "
+                    "throughput curve that flattens says where larger batches stop paying; the "
+                    "latency panel is queueing in full rings, which larger batches drain faster, "
+                    "not the price of batching at low load.")
         self.step_table("sweep")
 
     def rdma(self):
