@@ -289,12 +289,12 @@ class Report:
             ceiling = num(js.get("ceiling_mps"))
             rows = []
             for h in js.get("headline", []):
-                r = {k: h.get(k) for k in ("threads", "best_variant", "best_B", "best_mps",
+                r = {k: h.get(k) for k in ("threads", "best_B", "best_mps",
                                            "mutex_mps", "ratio", "pipeline_mps",
                                            "best_pct_of_ceiling", "mutex_pct_of_ceiling",
                                            "pipeline_pct_of_ceiling")}
-                # bpbench locks names it best_batchpipe; the contract said best_variant.
-                r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
+                # The best of the batchpipe variants at this thread count.
+                r["best_variant"] = h.get("best_batchpipe")
                 # The ceiling can depend on the thread count (min(threads, CPUs)).
                 r["ceiling"] = num(h.get("ceiling_mps")) or ceiling
                 rows.append(r)
@@ -532,7 +532,7 @@ class Report:
         rel = re.search(r"fill / raw:\s*([\d.]+)", text)
         ver = re.search(r"verified:\s*(.*)", text)
         prov = re.search(r"provider (\S+),", text)
-        self.para("Seed 000's random fill over loopback: bp-target RDMA-writes generated pages "
+        self.para("The random fill over loopback: bp-target RDMA-writes generated pages "
                   "into this process's buffer with the library's RDMA stage; every byte is "
                   "checked; the raw libfabric loop of the same sizes runs beside it.")
         self.table(["provider", "fill Gbps", "raw loop Gbps", "fill / raw", "verified"],
