@@ -66,6 +66,11 @@ fi
 command -v python3 >/dev/null || die "python3 is missing (scripts/deps.sh installs it)"
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
+# The work folder of a recording and chromium's profile folder, whenever
+# the script ends; a signal ends it (status 1) through the same cleanup.
+work="" prof=""
+trap 'rm -rf "$work" "$prof"' EXIT
+trap 'exit 1' HUP INT TERM
 
 # The helpers that read folded stacks and write pages, in one place.
 fgpy() {
@@ -237,7 +242,11 @@ offline() {
 
 # npm package PKG@VER unpacked once into the cache; prints its folder.
 # Short retry waits: offline, npm's defaults take over a minute to give up.
-npm_package() {
+# A subshell, so that its own trap removes its download folder.
+npm_package() (
+	tmp=""
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 1' HUP INT TERM
 	dir=$CACHE/$1-$2
 	if [ ! -f "$dir/package/package.json" ]; then
 		command -v npm >/dev/null ||
@@ -246,18 +255,13 @@ npm_package() {
 		if ! (cd "$tmp" && npm pack --silent --fetch-retry-mintimeout=1000 \
 			--fetch-retry-maxtimeout=5000 "$1@$2" >/dev/null 2>npm.log); then
 			cat "$tmp/npm.log" >&2
-			rm -rf "$tmp"
 			offline "cannot fetch $1@$2 with npm (no registry reachable?)"
 		fi
-		if ! { mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x"; }; then
-			rm -rf "$tmp"
-			die "cannot unpack $1@$2"
-		fi
+		{ mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x"; } || die "cannot unpack $1@$2"
 		mkdir -p "$CACHE" && rm -rf "$dir" && mv "$tmp/x" "$dir"
-		rm -rf "$tmp"
 	fi
 	echo "$dir/package"
-}
+)
 
 # The flame-graph page template, made to work from the file system: 4.1.3's
 # has d3 built in, but should it name a CDN script, that script is inlined
@@ -343,8 +347,6 @@ fi
 command -v perf >/dev/null ||
 	{ echo "flamegraph: perf is missing (Debian: apt-get install linux-perf; scripts/deps.sh)" >&2; exit 77; }
 work=$(mktemp -d "$out/.$name.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-trap 'exit 1' HUP INT TERM
 if ! perf record -q -e cpu-clock -F "$freq" -o "$work/probe.data" -- true >"$work/probe.log" 2>&1; then
 	par=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo "?")
 	cat "$work/probe.log" >&2
