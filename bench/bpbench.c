@@ -28,7 +28,7 @@ static const struct bench_subcommand bench_subcommands[] = {
 	{"rdma", bench_rdma_main,
 	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},
 	{"rdma-fill", bench_rdma_fill_main,
-	 "seed 000's random fill by bp-target, every byte verified"},
+	 "the random fill: bp-target RDMA-writes pages, every byte verified"},
 #endif
 };
 

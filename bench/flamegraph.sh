@@ -18,7 +18,9 @@
 #
 # COMMAND's exit status is checked: a command that fails gives no flame
 # graph and this script exits with the command's status (or 1).
-# Exit status: 0 ok, 1 a step failed, 2 bad usage, 77 perf cannot record here.
+# Exit status: 0 ok, 1 a step failed, 2 bad usage, 77 cannot run here (perf
+# cannot record, or the d3-flame-graph page cannot be fetched and is not
+# cached).
 set -eu
 
 FG_VERSION=4.1.3
@@ -64,6 +66,11 @@ fi
 command -v python3 >/dev/null || die "python3 is missing (scripts/deps.sh installs it)"
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
+# The work folder of a recording and chromium's profile folder, whenever
+# the script ends; a signal ends it (status 1) through the same cleanup.
+work="" prof=""
+trap 'rm -rf "$work" "$prof"' EXIT
+trap 'exit 1' HUP INT TERM
 
 # The helpers that read folded stacks and write pages, in one place.
 fgpy() {
@@ -226,24 +233,35 @@ document.body.setAttribute("data-graphs", document.querySelectorAll("svg.d3-flam
 PY
 }
 
+# offline MESSAGE: the page's scripts cannot be had here; like perf that
+# cannot record, a reason to skip (77), not a fault of the command.
+offline() {
+	echo "flamegraph: $*; it is fetched once into $CACHE, not there yet: no flame graph" >&2
+	exit 77
+}
+
 # npm package PKG@VER unpacked once into the cache; prints its folder.
-npm_package() {
+# Short retry waits: offline, npm's defaults take over a minute to give up.
+# A subshell, so that its own trap removes its download folder.
+npm_package() (
+	tmp=""
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 1' HUP INT TERM
 	dir=$CACHE/$1-$2
 	if [ ! -f "$dir/package/package.json" ]; then
 		command -v npm >/dev/null ||
-			die "npm is missing: it fetches $1@$2 once (scripts/deps.sh installs it)"
+			offline "npm is missing to fetch $1@$2 (scripts/deps.sh installs it)"
 		tmp=$(mktemp -d)
-		(cd "$tmp" && npm pack --silent "$1@$2" >/dev/null 2>npm.log) ||
-			{ cat "$tmp/npm.log" >&2; rm -rf "$tmp"; die "npm pack $1@$2 failed"; }
-		if ! { mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x"; }; then
-			rm -rf "$tmp"
-			die "cannot unpack $1@$2"
+		if ! (cd "$tmp" && npm pack --silent --fetch-retry-mintimeout=1000 \
+			--fetch-retry-maxtimeout=5000 "$1@$2" >/dev/null 2>npm.log); then
+			cat "$tmp/npm.log" >&2
+			offline "cannot fetch $1@$2 with npm (no registry reachable?)"
 		fi
+		{ mkdir -p "$tmp/x" && tar xzf "$tmp"/*.tgz -C "$tmp/x"; } || die "cannot unpack $1@$2"
 		mkdir -p "$CACHE" && rm -rf "$dir" && mv "$tmp/x" "$dir"
-		rm -rf "$tmp"
 	fi
 	echo "$dir/package"
-}
+)
 
 # The flame-graph page template, made to work from the file system: 4.1.3's
 # has d3 built in, but should it name a CDN script, that script is inlined
@@ -251,12 +269,13 @@ npm_package() {
 offline_template() {
 	t=$CACHE/d3-flamegraph-$FG_VERSION-offline.html
 	if [ ! -f "$t" ]; then
-		fg=$(npm_package d3-flame-graph $FG_VERSION)
+		fg=$(npm_package d3-flame-graph $FG_VERSION) || exit $?
 		src=$fg/dist/templates/d3-flamegraph-base.html
 		[ -f "$src" ] || die "d3-flame-graph@$FG_VERSION has no template"
 		d3=""
 		if ! fgpy check-offline "$src" >/dev/null; then
-			d3=$(npm_package d3 7)/dist
+			d3=$(npm_package d3 7) || exit $?
+			d3=$d3/dist
 		fi
 		fgpy inline "$src" "$fg/dist" "$d3" "$t.tmp" || die "cannot inline the template's scripts"
 		if ! fgpy check-offline "$t.tmp" >&2; then
@@ -282,10 +301,17 @@ screenshot() {
 	prof=$(mktemp -d)
 	# A profile folder of its own: a second chromium on a shared profile
 	# would hand its work to the first one and exit.
-	$chrome --headless --no-sandbox --disable-gpu --disable-background-networking \
+	# Bounded: a headless chromium that hangs would hold the run forever.
+	crc=0
+	timeout -k 5 60 "$chrome" --headless --no-sandbox --disable-gpu --disable-background-networking \
 		--disable-component-update --disable-sync --no-first-run --hide-scrollbars \
 		--user-data-dir="$prof" --virtual-time-budget=5000 \
-		--window-size="1400,$3" --screenshot="$2" "file://$1" >"$prof/log" 2>&1 || true
+		--window-size="1400,$3" --screenshot="$2" "file://$1" >"$prof/log" 2>&1 || crc=$?
+	if [ $crc -eq 124 ] || [ $crc -eq 137 ]; then
+		cat "$prof/log" >&2
+		rm -rf "$prof"
+		die "chromium did not finish $2 within 60 s"
+	fi
 	if [ ! -s "$2" ]; then
 		cat "$prof/log" >&2
 		rm -rf "$prof"
@@ -305,8 +331,8 @@ if [ $compare -eq 1 ]; then
 	for p in "$a" "$b"; do
 		[ -s "$out/$p.folded" ] || die "no profile $out/$p.folded (record it first: --name $p -- ...)"
 	done
-	fg=$(npm_package d3-flame-graph $FG_VERSION)
-	d3=$(npm_package d3 7)
+	fg=$(npm_package d3-flame-graph $FG_VERSION) || exit $?
+	d3=$(npm_package d3 7) || exit $?
 	d=$(fgpy compare "$out" "$a" "$b" "$fg/dist" "$d3/dist") || die "cannot write $a-vs-$b.html"
 	fgpy check-offline "$out/$a-vs-$b.html" >&2 ||
 		die "$a-vs-$b.html would load the resources above"
@@ -321,7 +347,6 @@ fi
 command -v perf >/dev/null ||
 	{ echo "flamegraph: perf is missing (Debian: apt-get install linux-perf; scripts/deps.sh)" >&2; exit 77; }
 work=$(mktemp -d "$out/.$name.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
 if ! perf record -q -e cpu-clock -F "$freq" -o "$work/probe.data" -- true >"$work/probe.log" 2>&1; then
 	par=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo "?")
 	cat "$work/probe.log" >&2
@@ -330,7 +355,7 @@ if ! perf record -q -e cpu-clock -F "$freq" -o "$work/probe.data" -- true >"$wor
 	exit 77
 fi
 rm -f "$work/probe.data"
-template=$(offline_template)
+template=$(offline_template) || exit $?
 
 echo "flamegraph: recording $name: $*" >&2
 rc=0

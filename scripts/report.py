@@ -8,7 +8,10 @@ URIs, no external script, style or font, so it works offline and can be
 mailed) and DIR/summary.txt (the headline lines the showcase prints).
 
 Only the files present are read: a step that did not run, or failed, gives
-a line saying so instead of its section. Python 3 standard library only.
+a line saying so instead of its section, and a file a section cannot make
+sense of (truncated JSON, a CSV without a column it needs) gives an
+"unreadable: FILE (why)" line in that section's place; the other sections
+are still written. Python 3 standard library only.
 """
 
 import base64
@@ -25,12 +28,23 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# How the locks plots draw the compute ceiling (bench/locks/lk_plot.c).
+CEILING_LINE = ("; the dashed black line is the compute ceiling: it rises with the threads up "
+                "to the number of CPUs, then stays flat")
+
+
+class Unreadable(Exception):
+    """A file that is there but cannot be made sense of."""
+
+    def __init__(self, path, why):
+        super().__init__("%s: %s" % (path, why))
+        self.path, self.why = path, why
 
 
 def read_tsv(path):
     rows = []
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 line = line.rstrip("\n")
                 if line:
@@ -38,22 +52,40 @@ def read_tsv(path):
     return rows
 
 
-def first_csv_block(path):
+def first_csv_block(path, need=()):
     """The rows of the first CSV block (header, then rows up to a blank line
-    or a row of another width), as dicts; [] when the file is absent."""
+    or a row of another width), as dicts; [] when the file is absent.
+    Unreadable when the header lacks one of the columns in need."""
     if not os.path.isfile(path):
         return []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    rows = list(csv.reader(lines))
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        rows = list(csv.reader(lines))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise Unreadable(path, str(e)) from e
     if not rows:
         return []
     head, out = rows[0], []
+    missing = [c for c in need if c not in head]
+    if missing:
+        raise Unreadable(path, "no column %s in its header" % ", ".join(missing))
     for r in rows[1:]:
         if len(r) != len(head):
             break
         out.append(dict(zip(head, r)))
     return out
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            js = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise Unreadable(path, str(e)) from e
+    if not isinstance(js, dict):
+        raise Unreadable(path, "not a JSON object")
+    return js
 
 
 def num(x):
@@ -89,14 +121,22 @@ class Report:
         self.md = []
         self.html = []
         self.summary = []
-        self.steps = {r[0]: r for r in read_tsv(os.path.join(d, "steps.tsv"))}
+        # Padded to id, status, seconds, title, note: a short line reads as
+        # empty fields, not as a crash.
+        self.steps = {r[0]: r + [""] * (5 - len(r))
+                      for r in read_tsv(os.path.join(d, "steps.tsv"))}
         self.meta = {r[0]: r[1] for r in read_tsv(os.path.join(d, "showcase.tsv")) if len(r) > 1}
         self.used_png = set()
+        # Where the current section's heading ends, and the file it read
+        # last: what guarded() keeps and names when the section fails.
+        self.mark = (0, 0)
+        self.current = None
 
     # -- output primitives -------------------------------------------------
     def heading(self, text, level=2):
         self.md.append("%s %s\n" % ("#" * level, text))
         self.html.append("<h%d>%s</h%d>" % (level, html.escape(text), level))
+        self.mark = (len(self.md), len(self.html))
 
     def para(self, text, cls=None):
         self.md.append(text + "\n")
@@ -136,6 +176,39 @@ class Report:
     def link(self, href, text):
         self.md.append("* [%s](%s)" % (text, href))
         self.html.append('<li><a href="%s">%s</a></li>' % (html.escape(href), html.escape(text)))
+
+    # -- input -------------------------------------------------------------
+    def csv_rows(self, name, *need):
+        self.current = os.path.join(self.dir, name)
+        return first_csv_block(self.current, need)
+
+    def json_file(self, name):
+        self.current = os.path.join(self.dir, name)
+        return read_json(self.current)
+
+    def guarded(self, section, *args):
+        """Runs one section. Should its input be malformed, what it wrote
+        after its heading is dropped for one "unreadable: FILE (why)" line,
+        and the report goes on with the next section. Beyond Unreadable,
+        the errors malformed values raise (a cell that is not a number, a
+        JSON field of another type) are caught too and named by the file
+        the section read last."""
+        md, ht, summ, png = len(self.md), len(self.html), len(self.summary), set(self.used_png)
+        self.mark, self.current = (md, ht), None
+        try:
+            section(*args)
+        except (Unreadable, OSError, UnicodeDecodeError, ValueError, KeyError, IndexError,
+                TypeError, AttributeError, ZeroDivisionError) as e:
+            del self.md[self.mark[0]:]
+            del self.html[self.mark[1]:]
+            del self.summary[summ:]
+            self.used_png = png
+            path = e.path if isinstance(e, Unreadable) else self.current
+            why = e.why if isinstance(e, Unreadable) else "%s: %s" % (type(e).__name__, e)
+            where = os.path.relpath(path, self.dir) if path else "a file of this section"
+            line = "unreadable: %s (%s)" % (where, why)
+            self.para(line, "missing")
+            self.summary.append(line)
 
     # -- step status -------------------------------------------------------
     def step_state(self, sid, *needed):
@@ -212,21 +285,22 @@ class Report:
         js, ceiling = None, None
         p = os.path.join(self.dir, name + ".json")
         if os.path.isfile(p):
-            with open(p, encoding="utf-8") as f:
-                js = json.load(f)
+            js = self.json_file(name + ".json")
             ceiling = num(js.get("ceiling_mps"))
             rows = []
             for h in js.get("headline", []):
-                r = {k: h.get(k) for k in ("threads", "best_variant", "best_B", "best_mps",
-                                           "mutex_mps", "ratio", "pipeline_mps")}
-                # bpbench locks names it best_batchpipe; the contract said best_variant.
-                r["best_variant"] = r["best_variant"] or h.get("best_batchpipe")
+                r = {k: h.get(k) for k in ("threads", "best_B", "best_mps",
+                                           "mutex_mps", "ratio", "pipeline_mps",
+                                           "best_pct_of_ceiling", "mutex_pct_of_ceiling",
+                                           "pipeline_pct_of_ceiling")}
+                # The best of the batchpipe variants at this thread count.
+                r["best_variant"] = h.get("best_batchpipe")
                 # The ceiling can depend on the thread count (min(threads, CPUs)).
                 r["ceiling"] = num(h.get("ceiling_mps")) or ceiling
                 rows.append(r)
             return js, ceiling, rows
         med = {}
-        for r in first_csv_block(os.path.join(self.dir, name + ".csv")):
+        for r in self.csv_rows(name + ".csv", "variant", "threads", "B", "Mitems_per_s"):
             med.setdefault((r["variant"], int(r["threads"]), int(r["B"])), []).append(
                 num(r["Mitems_per_s"]))
         med = {k: median(v) for k, v in med.items()}
@@ -239,13 +313,25 @@ class Report:
                          and v is not None), default=None)
             pipe = max((v for k, v in med.items() if k[1] == t and k[0] == "batchpipe-pipeline"
                         and v is not None), default=None)
-            rows.append({"threads": t, "ceiling": None,
+            rows.append({"threads": t, "ceiling": None, "best_pct_of_ceiling": None,
+                         "mutex_pct_of_ceiling": None, "pipeline_pct_of_ceiling": None,
                          "best_variant": best[1][0] if best else None,
                          "best_B": best[1][2] if best else None,
                          "best_mps": best[0] if best else None, "mutex_mps": mutex,
                          "ratio": best[0] / mutex if best and mutex else None,
                          "pipeline_mps": pipe})
         return None, None, rows
+
+    @staticmethod
+    def pct_of_ceiling(r, what, ceiling):
+        """WHAT's % of the compute ceiling: bpbench's own figure from the
+        JSON (WHAT_pct_of_ceiling) where it wrote one, so the report and
+        bpbench's table agree; else WHAT_mps over the row's ceiling."""
+        v = num(r.get(what + "_pct_of_ceiling"))
+        if v is not None:
+            return v
+        mps, c = num(r.get(what + "_mps")), r.get("ceiling") or ceiling
+        return 100 * mps / c if mps and c else None
 
     def locks(self, name, label, work):
         self.heading("Locks, %s" % label)
@@ -272,10 +358,9 @@ class Report:
                     fmt(num(r["mutex_mps"])), ratio_text(num(r["ratio"])),
                     fmt(num(r["pipeline_mps"]))]
             if work and ceiling:
-                c = r["ceiling"] or ceiling
-                line += [fmt(100 * num(r[k]) / c, 1) if num(r[k]) else "-"
-                         for k in ("best_mps", "mutex_mps", "pipeline_mps")]
-                if num(r["best_mps"]) and num(r["best_mps"]) > 1.05 * c:
+                pcts = [self.pct_of_ceiling(r, k, ceiling) for k in ("best", "mutex", "pipeline")]
+                line += [fmt(v, 1) for v in pcts]
+                if pcts[0] is not None and pcts[0] > 105:
                     above = True
             out.append(line)
         self.table(head, out)
@@ -287,8 +372,9 @@ class Report:
             extra = "usable CPUs %s" % js.get("cpus", js.get("usable_cpus"))
             if work:
                 extra += (", job work asked %s ns, measured %s ns, compute ceiling %s M/s "
-                          "with every CPU busy (= CPUs / measured work per job; with fewer "
-                          "threads than CPUs, threads / work): no correct variant can beat it"
+                          "with every CPU busy (measured: pinned threads, min(threads, CPUs) of "
+                          "them, doing only the jobs, no hand-offs, beside every run): no correct "
+                          "variant can beat it"
                           % (js.get("work_ns"), fmt(num(js.get("work_ns_measured")), 1),
                              fmt(num(ceiling))))
             self.para(extra + ".")
@@ -299,9 +385,9 @@ class Report:
             line = "%s, %s threads: best batchpipe variant %s %s M/s = %s mutex" % (
                 label, top["threads"], top["best_variant"], fmt(num(top["best_mps"])),
                 ratio_text(num(top["ratio"])))
-            if work and ceiling and num(top["best_mps"]):
-                line += " = %.0f %% of the ceiling" % (
-                    100 * num(top["best_mps"]) / (top["ceiling"] or ceiling))
+            best_pct = self.pct_of_ceiling(top, "best", ceiling) if work and ceiling else None
+            if best_pct is not None:
+                line += " = %.0f %% of the ceiling" % best_pct
             line += " (batchpipe-pipeline %s M/s)" % fmt(num(top["pipeline_mps"]))
             self.summary.append(line)
             if work and ceiling and above:
@@ -311,17 +397,17 @@ class Report:
                     "the write-up's figure: throughput vs worker threads, log-log, one panel per "
                     "variant and one line per batch size B. A line that rises with threads "
                     "scales; a flat or falling one is a contended hand-off"
-                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+                    + (CEILING_LINE if work else "") + ".")
         self.figure(name + "-best.png",
                     "each variant at its best B vs threads, log-log: the vertical distance "
                     "between two lines is their ratio, the same at every height"
-                    + ("; the horizontal line is the compute ceiling" if work else "") + ".")
+                    + (CEILING_LINE if work else "") + ".")
         self.step_table(name)
 
     def ring(self):
         self.heading("Ring comparison")
         state = self.step_state("ring", "ring.csv")
-        rows = first_csv_block(os.path.join(self.dir, "ring.csv"))
+        rows = self.csv_rows("ring.csv", "queue", "P", "C", "B", "Mitems_per_s")
         if state:
             self.not_run("ring", state)
         if not rows:
@@ -363,7 +449,7 @@ class Report:
         state = self.step_state("pipeline", "pipeline.txt")
         if state:
             self.not_run("pipeline", state)
-        rows = first_csv_block(os.path.join(self.dir, "pipeline.csv"))
+        rows = self.csv_rows("pipeline.csv", "wait", "B", "Mjobs_per_s")
         if rows:
             med = {}
             for r in rows:
@@ -384,7 +470,7 @@ class Report:
         self.heading("Batch sweep")
         name = "sweep-pipeline"
         state = self.step_state("sweep", name + ".csv")
-        rows = first_csv_block(os.path.join(self.dir, name + ".csv"))
+        rows = self.csv_rows(name + ".csv", "value", "throughput", "p99")
         if state:
             self.not_run("sweep", state)
         if not rows:
@@ -412,18 +498,24 @@ class Report:
                         ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
             if len(out) == 1:
                 self.summary.append(
-                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 %s -> %s %s"
+                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 at full "
+                    "load %s -> %s %s"
                     % (lo, hi, fmt(t_lo), fmt(t_hi), units[0], out[-1][7], fmt(l_lo), fmt(l_hi),
                        units[1]))
-        self.para("Batching buys throughput and may cost latency: the pipeline run once per "
-                  "batch size B, throughput (%s) and p99 latency (%s) at the smallest and the "
-                  "largest B, medians over runs." % (units[0] or "?", units[1] or "?"))
+        self.para("The pipeline run at full load once per batch size B: throughput (%s) and "
+                  "p99 latency (%s) at the smallest and the largest B, medians over runs. The "
+                  "p99 is measured at saturation, so it is mostly queueing in full rings; "
+                  "larger batches drain the rings faster, so it usually falls as B grows. It is "
+                  "not what a batch costs a job when the pipeline is not busy: that is bpbench "
+                  "pipeline's low-load latency table (its '4. latency', in the pipeline step's table where "
+                  "that step measured it)." % (units[0] or "?", units[1] or "?"))
         self.table(["param2", "B small", "throughput", "p99", "B large", "throughput", "p99",
                     "throughput large/small", "p99 large/small"], out)
         self.figure(name + ".png",
-                    "throughput (left) and p99 latency (right) vs B, log x axis; a throughput "
-                    "curve that flattens says where larger batches stop paying, and the latency "
-                    "panel says what they cost.")
+                    "throughput (left) and p99 latency at full load (right) vs B, log x axis; a "
+                    "throughput curve that flattens says where larger batches stop paying; the "
+                    "latency panel is queueing in full rings, which larger batches drain faster, "
+                    "not the price of batching at low load.")
         self.step_table("sweep")
 
     def rdma(self):
@@ -432,14 +524,15 @@ class Report:
         if state:
             self.not_run("rdma-fill", state)
             return
-        with open(os.path.join(self.dir, "rdma-fill.txt"), encoding="utf-8") as f:
+        self.current = os.path.join(self.dir, "rdma-fill.txt")
+        with open(self.current, encoding="utf-8", errors="replace") as f:
             text = f.read()
         fill = re.search(r"fill \(.*?\):\s*([\d.]+) Gbps", text)
         raw = re.search(r"raw loop[^\n]*\n\s*([\d.]+) Gbps", text)
         rel = re.search(r"fill / raw:\s*([\d.]+)", text)
         ver = re.search(r"verified:\s*(.*)", text)
         prov = re.search(r"provider (\S+),", text)
-        self.para("Seed 000's random fill over loopback: bp-target RDMA-writes generated pages "
+        self.para("The random fill over loopback: bp-target RDMA-writes generated pages "
                   "into this process's buffer with the library's RDMA stage; every byte is "
                   "checked; the raw libfabric loop of the same sizes runs beside it.")
         self.table(["provider", "fill Gbps", "raw loop Gbps", "fill / raw", "verified"],
@@ -548,16 +641,16 @@ def main(argv):
         sys.stderr.write("report.py: %s is not a folder\n" % d)
         return 2
     r = Report(d)
-    r.machine()
-    r.steps_section()
-    r.locks("locks", "trivial jobs", False)
-    r.locks("locks-work50", "~50 ns jobs", True)
-    r.ring()
-    r.pipeline()
-    r.sweep()
-    r.rdma()
-    r.flames()
-    r.other_pngs()
+    r.guarded(r.machine)
+    r.guarded(r.steps_section)
+    r.guarded(r.locks, "locks", "trivial jobs", False)
+    r.guarded(r.locks, "locks-work50", "~50 ns jobs", True)
+    r.guarded(r.ring)
+    r.guarded(r.pipeline)
+    r.guarded(r.sweep)
+    r.guarded(r.rdma)
+    r.guarded(r.flames)
+    r.guarded(r.other_pngs)
     r.write()
     print("report.py: wrote %s and %s" % (os.path.join(d, "report.md"),
                                           os.path.join(d, "report.html")))

@@ -231,6 +231,9 @@ step_rdma-fill() {
 		FI_TCP_IFACE=lo "$bpbench" rdma-fill "${a[@]}"
 	fi
 }
+# flamegraph.sh's 77 (perf cannot record, or offline with the page's
+# scripts not cached) is returned as it is: the step is skipped, its reason
+# the last line of its log, like the RDMA step without libfabric.
 step_flame() {
 	fg=$root/bench/flamegraph.sh
 	fdir=$out/flame

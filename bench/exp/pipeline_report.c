@@ -254,8 +254,7 @@ void pb_print_table(FILE *f, const void *ctx)
 		}
 	}
 
-	/* ---- the summary the lead quotes
-	 * ----------------------------------------- */
+	/* ---- the headline: the key points, each with its target ---- */
 	{
 		int head = pb_find(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B,
 				   PB_HEAD_WAIT, false);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_fill.c - `bpbench rdma-fill`: seed 000's random fill. A client
+ * rdma_fill.c - `bpbench rdma-fill`: the random fill over RDMA. A client
  * exposes an N-byte buffer through a bp_rdma_node; bp-target (started here
  * on an ephemeral port, or a running one given with --target) RDMA-writes
  * the page generator's output into it (bp_rdma_conn_fill); then every byte
@@ -257,7 +257,7 @@ static const struct bench_opt rf_options[] = {
 
 static const struct bench_cmd rf_cmd = {
 	.name = "rdma-fill",
-	.about = "Seed 000's random fill: bp-target RDMA-writes generated "
+	.about = "The random fill: bp-target RDMA-writes generated "
 		 "pages into a buffer of\nthis process; every byte is "
 		 "verified; the raw libfabric loop of the same page\nsize and "
 		 "total bytes (this process -> the daemon's region) runs "

@@ -2,16 +2,34 @@
 # bench/flamegraph.sh on a tiny bpbench run: folded stacks that name the
 # program's own functions, an HTML page that loads nothing from the network,
 # a PNG, a failing command that yields no flame graph, and --compare.
-# Exit 0 pass, 77 skip (perf cannot record here), else fail.
+# Offline with an empty cache: exit 77 and the reason.
+# Exit 0 pass, 77 skip (perf cannot record here, or the page's scripts
+# cannot be fetched), else fail.
 set -u
 : "${BPBENCH:?}" "${BP_SOURCE_ROOT:?}"
 FG=$BP_SOURCE_ROOT/bench/flamegraph.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 no_remote() { ! grep -Eiq '<(script|link|img)[^>]*(src|href)[[:space:]]*=[[:space:]]*["'"'"']?(https?:)?//' "$1"; }
+
+# Offline with nothing cached: the page's scripts cannot be fetched, which
+# is a skip (77) with the reason, not a failure. An empty cache and a
+# registry that refuses connections stand for a machine without network;
+# --compare needs no perf, so this runs everywhere.
+mkdir "$tmp/off"
+printf 'main;a 3\n' >"$tmp/off/x.folded"
+printf 'main;b 2\n' >"$tmp/off/y.folded"
+XDG_CACHE_HOME=$tmp/off/cache npm_config_cache=$tmp/off/npm \
+	npm_config_registry=http://127.0.0.1:9/ \
+	"$FG" --compare x y --out "$tmp/off" --no-png >/dev/null 2>"$tmp/off.err"
+rc=$?
+[ $rc -eq 77 ] || { cat "$tmp/off.err" >&2; fail "offline, nothing cached: exit $rc, expected 77"; }
+grep -q 'd3-flame-graph' "$tmp/off.err" || fail "offline: no reason given"
+[ -e "$tmp/off/x-vs-y.html" ] && fail "offline: a page was written"
 
 tiny="ring --runs 1 --ms 20 --points 1x1 --batches 8 --no-single"
 # shellcheck disable=SC2086
@@ -19,7 +37,7 @@ tiny="ring --runs 1 --ms 20 --points 1x1 --batches 8 --no-single"
 rc=$?
 if [ $rc -eq 77 ]; then
 	cat "$tmp/a.err" >&2
-	echo "SKIP: perf cannot record here" >&2
+	echo "SKIP: flamegraph.sh cannot run here (perf cannot record, or the page cannot be fetched: above)" >&2
 	exit 77
 fi
 [ $rc -eq 0 ] || { cat "$tmp/a.err" >&2; fail "flamegraph.sh exited $rc"; }

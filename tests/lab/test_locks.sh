@@ -8,7 +8,8 @@
 set -u
 : "${BPBENCH:?BPBENCH must name the bpbench binary}"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 
 fail() {
 	echo "FAIL: $*" >&2

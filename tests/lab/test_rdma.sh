@@ -4,10 +4,11 @@
 # the same CSV next to the table, and bad usage exits 2. Skips (77) where
 # bpbench was built without the RDMA stage.
 set -u
-: "${BPBENCH:?BPBENCH must name the bpbench binary}"
+: "${BPBENCH:?BPBENCH must name the bpbench binary}" "${BP_SOURCE_ROOT:?}"
 export FI_TCP_IFACE=lo
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 fail() {
 	echo "test_rdma: FAIL: $*" >&2
 	exit 1
@@ -18,41 +19,16 @@ if ! "$BPBENCH" --help | grep -q '^  rdma '; then
 	exit 77
 fi
 
-# check_csv FILE HEADER...: the headers appear in this order, each starting
-# a block; every other non-empty line has its block's field count; no nan.
-# Prints the number of rows of each block, one per line.
-check_csv() {
-	file=$1
-	shift
-	printf '%s\n' "$@" >"$tmp/headers"
-	awk -v hdrs="$tmp/headers" '
-	BEGIN { while ((getline l < hdrs) > 0) want[++nw] = l }
-	/^$/ { next }
-	seen < nw && $0 == want[seen + 1] {
-		seen++; nf = split($0, h, ","); rows[seen] = 0; next
-	}
-	seen == 0 { print "line " NR " before any header: " $0; bad = 1; next }
-	{
-		n = split($0, f, ",")
-		if (n != nf) {
-			print "line " NR ": " n " fields, its header " nf ": " $0
-			bad = 1
-		}
-		if ($0 ~ /(^|,)-?(nan|inf)(,|$)/) { print "line " NR ": " $0; bad = 1 }
-		rows[seen]++
-	}
-	END {
-		if (seen != nw) { print "missing header: " want[seen + 1]; bad = 1 }
-		for (i = 1; i <= nw; i++) print rows[i] + 0 > "/dev/stdout"
-		exit bad
-	}' "$file"
-}
+# check_csv FILE HEADER...: the rows per CSV block (tests/lab/lib.sh)
+# shellcheck source=tests/lab/lib.sh disable=SC1091 # shellcheck tests/lab/*.sh reads it
+. "$BP_SOURCE_ROOT/tests/lab/lib.sh"
 
 pts_hdr='provider,mode,size,post_batch,reap_batch,depth,workers,rails,run,GBps,Mops,cpu_ns_per_op'
 lat_hdr='provider,mode,wait,avg_us,p50_us,p90_us,p99_us,p999_us,ops_per_s,client_cpu_pct,target_cpu_pct'
 fill_hdr='run,seed,provider,rails,bytes,page,fill_Gbps,fill_Mpages_per_s,raw_Gbps,raw_Mops_per_s,verified_bytes'
 args='--providers shm --sizes 4K --runs 1 --ms 20 --lat-ms 20 --idle-ms 20'
 
+# shellcheck disable=SC2086 # $args is several arguments
 "$BPBENCH" rdma $args --csv --out "$tmp/o1" >"$tmp/r.csv" 2>"$tmp/err" ||
 	fail "rdma --csv exited $?: $(tail -3 "$tmp/err")"
 if grep -q 'skipped, the provider does not open' "$tmp/err"; then
@@ -61,6 +37,7 @@ if grep -q 'skipped, the provider does not open' "$tmp/err"; then
 fi
 grep -q 'every run verified' "$tmp/err" || fail "no verification line"
 counts=$(check_csv "$tmp/r.csv" "$pts_hdr" "$lat_hdr") || fail "bad CSV: $counts"
+# shellcheck disable=SC2086 # one count a word
 set -- $counts
 # one point, pipeline and raw; at least one latency row
 [ "$1" = 2 ] || fail "expected 2 point rows, got $1"
@@ -69,10 +46,12 @@ set -- $counts
 cmp -s "$tmp/r.csv" "$tmp/o1/rdma.csv" ||
 	fail "--out file differs from the --csv output"
 
+# shellcheck disable=SC2086 # $args is several arguments
 "$BPBENCH" rdma $args --no-latency --out "$tmp/o2" --name pts \
 	>"$tmp/table" 2>"$tmp/err" || fail "rdma --out exited $?"
-[ -s "$tmp/table" ] && ! grep -q "^$pts_hdr\$" "$tmp/table" ||
+if [ ! -s "$tmp/table" ] || grep -q "^$pts_hdr\$" "$tmp/table"; then
 	fail "no table on stdout"
+fi
 counts=$(check_csv "$tmp/o2/pts.csv" "$pts_hdr") || fail "bad pts.csv: $counts"
 [ "$counts" = 2 ] || fail "expected 2 rows in pts.csv, got $counts"
 
@@ -90,6 +69,7 @@ cmp -s "$tmp/f.csv" "$tmp/o3/rdma-fill.csv" ||
 
 for cmd in rdma rdma-fill; do
 	for bad in "--bogus" "--runs 0" "--runs" "stray"; do
+		# shellcheck disable=SC2086 # the words are the arguments
 		"$BPBENCH" $cmd $bad >/dev/null 2>"$tmp/err"
 		rc=$?
 		[ $rc -eq 2 ] || fail "$cmd $bad exited $rc, not 2"
@@ -102,6 +82,7 @@ for cmd in rdma rdma-fill; do
 	done
 done
 for bad in "--sizes 7" "--latency --no-latency" "--waits nosuch"; do
+	# shellcheck disable=SC2086 # the words are the arguments
 	"$BPBENCH" rdma $bad >/dev/null 2>&1
 	rc=$?
 	[ $rc -eq 2 ] || fail "rdma $bad exited $rc, not 2"
