@@ -166,6 +166,12 @@ static int sw_set_rows(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int sw_set_child_timeout(struct bench_args *a, const char *arg)
+{
+	return bench_parse_uint(arg, &((struct sw_opts *)a->ctx)->child_timeout,
+				1, SW_MAX_CHILD_TIMEOUT);
+}
+
 static const struct bench_opt sw_options[] = {
 	{"batches", "LIST", sw_set_batches,
 	 "B values, presets (default 1,2,4,8,16,32,64,128,256;\n"
@@ -184,6 +190,9 @@ static const struct bench_opt sw_options[] = {
 	{"rows", "COL=VALUE", sw_set_rows,
 	 "use only the child's rows whose COL is VALUE (default:\n"
 	 "none; rdma: mode=pipeline)"},
+	{"child-timeout", "S", sw_set_child_timeout,
+	 "a child still running after S seconds is killed (with\n"
+	 "what it started) and stops the sweep (default 600)"},
 	BENCH_OPT_RUNS("runs per point (default 5; --quick: 3)"),
 	BENCH_OPT_SEED("seed of the point-order shuffle (default 1)"),
 	BENCH_OPT_QUICK("3 runs; presets also: the child's quick window (ring "
@@ -251,9 +260,10 @@ static const struct bench_cmd sw_cmd = {
 		"options:\n",
 	.opts = sw_options,
 	.epilog =
-		"Progress goes to stderr. Exit status: 0 ok, 1 a child failed "
-		"or its CSV\nwas unusable (or no gnuplot with --out), 2 bad "
-		"usage.\n",
+		"Progress goes to stderr. Exit status: 0 ok, 1 a child failed, "
+		"ran past\n--child-timeout or its CSV was unusable (or no "
+		"gnuplot with --out), 2 bad\nusage. SIGTERM or SIGINT kills "
+		"the running child before the sweep dies.\n",
 	.max_runs = SW_MAX_RUNS,
 };
 
@@ -266,6 +276,7 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 	int nopt, rc;
 
 	memset(o, 0, sizeof(*o));
+	o->child_timeout = SW_CHILD_TIMEOUT;
 	bench_args_init(&o->a, &sw_cmd, o);
 	/* `sweep PRESET ...`: the preset name comes first */
 	if (argc > 1 && argv[1][0] != '-') {

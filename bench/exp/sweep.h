@@ -24,6 +24,9 @@
 #define SW_MAX_COLS  128
 #define SW_NAME_LEN  64
 #define SW_MAX_BOPTS 2
+/* a child's deadline, seconds: generous, it catches hangs, not slowness */
+#define SW_CHILD_TIMEOUT     600
+#define SW_MAX_CHILD_TIMEOUT 604800
 
 /*
  * What a preset knows about its subcommand: the options that give one
@@ -69,8 +72,9 @@ struct sw_opts {
 	char depth[16];	   /* rdma: "--depth" value, "" if param2 is depth */
 	char **extra;
 	int nextra;
-	struct bench_args a;  /* runs, seed, quick, csv, out, name */
-	int b_set, param_set; /* --batches, --param given */
+	struct bench_args a;	/* runs, seed, quick, csv, out, name */
+	unsigned child_timeout; /* seconds a child may run */
+	int b_set, param_set;	/* --batches, --param given */
 	char name_buf[SW_NAME_LEN + 8];
 };
 
@@ -94,7 +98,8 @@ static inline double *sw_cell(double *a, const struct sw_results *r, int run,
 }
 
 /* sweep_child.c */
-int sw_spawn(char *const *args, char **out, FILE *errf);
+#define SW_SPAWN_TIMEOUT (-2) /* sw_spawn: killed at its deadline */
+int sw_spawn(char *const *args, char **out, FILE *errf, unsigned timeout_s);
 void sw_print_cmd(FILE *f, char *const *args);
 void sw_dump_stderr(FILE *errf);
 

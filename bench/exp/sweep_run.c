@@ -84,10 +84,16 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 		args[n++] = (char *)more[i];
 	args[n++] = "--csv";
 	args[n] = NULL;
-	st = sw_spawn(args, &out, errf);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	st = sw_spawn(args, &out, errf, o->child_timeout);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		sw_end_progress();
-	if (st == -1) {
+	if (st == SW_SPAWN_TIMEOUT) {
+		fprintf(stderr,
+			"%s: the child ran past its deadline (%u s, "
+			"--child-timeout) and was killed: ",
+			BENCH_CMD, o->child_timeout);
+		sw_print_cmd(stderr, args);
+	} else if (st == -1) {
 		fprintf(stderr, "%s: cannot run a child: %s\n", BENCH_CMD,
 			strerror(errno));
 	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
