@@ -5,7 +5,8 @@
  * are bpbench's own competitors (queues.h), so they are the very code
  * `bpbench ring` measures:
  *
- *  ck_ring         ConcurrencyKit ck_ring, MPMC (the only mode queues.h has)
+ *  ck_ring         ConcurrencyKit ck_ring in the mode each side needs, as
+ *                  batchpipe-ring below: jobs SP/MC, results MP/SC
  *  urcu_wfcq       liburcu wfcqueue, made bounded (q_wfcq.c)
  *  batchpipe-ring  bp_ring in the mode each side needs: jobs single-producer
  *                  (the consumer) multi-consumer, results multi-producer
@@ -85,7 +86,8 @@ static int lk_lockfree_give_jobs(void *v, void *const *jobs, unsigned n)
 
 static void *lk_ck_ring_create(const struct lk_config *c)
 {
-	return lk_lockfree_create(c, &bench_q_ckring, &bench_q_ckring);
+	return lk_lockfree_create(c, &bench_q_ckring_sp_mc,
+				  &bench_q_ckring_mp_sc);
 }
 
 static void *lk_wfcq_create(const struct lk_config *c)
@@ -106,7 +108,7 @@ static void *lk_bp_ring_create(const struct lk_config *c)
 
 const struct lk_variant lk_ck_ring = {
 	.name = "ck_ring",
-	.summary = "ck_ring MPMC for jobs and results, B per operation",
+	.summary = "ck_ring (SP/MC jobs, MP/SC results), B per operation",
 	.flags = LK_BATCHED,
 	.create = lk_ck_ring_create,
 	LK_LOCKFREE_OPS,

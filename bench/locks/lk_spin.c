@@ -5,7 +5,8 @@
  * mutex + condvar queue of step 1.
  *
  *  tas           test-and-set with a pause, exactly the write-up's loop
- *                (while (!test_and_set_acquire) pause;), never yielding
+ *                (while (test_and_set_acquire) pause;: spin while the flag
+ *                was already set), never yielding
  *  pthread-spin  pthread_spinlock_t
  *  ck-ticket     ConcurrencyKit's ticket lock (FIFO)
  *  ck-mcs        ConcurrencyKit's MCS queue lock (FIFO, one node per thread)
@@ -15,6 +16,7 @@
  * that finds the source empty returns at once and takes the common retry
  * policy; a worker waiting for the lock itself only spins, as each lock does.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -139,7 +141,8 @@ static inline int lk_spin_give(void *v, void *const *jobs, unsigned n,
 
 	lk_lock(s, kind, s->consumer_tid);
 	if (s->tail - s->head + n > (unsigned long)s->mask + 1)
-		r = -1; /* more values than circulate: a broken invariant */
+		r = -ENOSPC; /* more values than circulate: a broken invariant
+			      */
 	else
 		for (unsigned i = 0; i < n; i++)
 			s->slots[s->tail++ & s->mask] = jobs[i];

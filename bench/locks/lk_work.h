@@ -5,9 +5,8 @@
  *
  * A job is its sequence number s (the value moved is s << 1); its result is
  * lk_result(s, iters) with bit 0 cleared. iters == 0 is the trivial job: one
- * multiply, so that hand-offs are everything. Otherwise an LCG is stepped
- * `iters` times, each step depending on the last (no closed form the
- * compiler could find, no vectorising), calibrated by the experiment to take
+ * multiply, so that hand-offs are everything. Otherwise the lab's LCG
+ * (lcg.h) is stepped `iters` times, calibrated by the experiment to take
  * --work-ns.
  */
 #ifndef BPBENCH_LK_WORK_H
@@ -15,8 +14,7 @@
 
 #include <stdint.h>
 
-#define LK_LCG_A UINT64_C(6364136223846793005)
-#define LK_LCG_C UINT64_C(1442695040888963407)
+#include "lcg.h"
 
 static inline void *lk_job(uint64_t seq)
 {
@@ -36,14 +34,7 @@ static inline uint64_t lk_mix(uint64_t s)
 
 static inline uint64_t lk_result(uint64_t seq, uint64_t iters)
 {
-	uint64_t x = lk_mix(seq);
-
-	for (uint64_t i = 0; i < iters; i++) {
-		x = x * LK_LCG_A + LK_LCG_C;
-		/* opaque to the compiler: the work is really done */
-		__asm__("" : "+r"(x));
-	}
-	return x & ~UINT64_C(1);
+	return bench_lcg_spin(lk_mix(seq), iters) & ~UINT64_C(1);
 }
 
 static inline void *lk_result_value(uint64_t seq, uint64_t iters)
@@ -54,18 +45,7 @@ static inline void *lk_result_value(uint64_t seq, uint64_t iters)
 /* lk_result in O(log iters) (LCG jump-ahead): for the check after a run. */
 static inline uint64_t lk_result_fast(uint64_t seq, uint64_t iters)
 {
-	uint64_t acc_mult = 1, acc_plus = 0, mult = LK_LCG_A, plus = LK_LCG_C;
-
-	while (iters) {
-		if (iters & 1) {
-			acc_mult *= mult;
-			acc_plus = acc_plus * mult + plus;
-		}
-		plus = (mult + 1) * plus;
-		mult *= mult;
-		iters >>= 1;
-	}
-	return (acc_mult * lk_mix(seq) + acc_plus) & ~UINT64_C(1);
+	return bench_lcg_jump(lk_mix(seq), iters) & ~UINT64_C(1);
 }
 
 #endif /* BPBENCH_LK_WORK_H */

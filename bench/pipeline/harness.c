@@ -22,6 +22,8 @@
 #include <batchpipe/error.h>
 #include <batchpipe/ring.h>
 
+#include "lcg.h"
+
 const struct pb_wait pb_waits[PB_NWAITS] = {
 	{"busy-poll", BP_WAIT_BUSY_POLL},
 	{"spin-sleep", BP_WAIT_SPIN_SLEEP},
@@ -34,35 +36,16 @@ uint64_t pb_jobs_verified;
 /* What a trivial stage writes: proves the stage saw the job. */
 #define PB_TRIVIAL_MARK UINT64_C(0x5a5a5a5a5a5a5a5a)
 
-/* The CPU work of --work-ns: an LCG iterated `iters` times. */
-#define PB_LCG_A UINT64_C(6364136223846793005)
-#define PB_LCG_C UINT64_C(1442695040888963407)
-
+/* The CPU work of --work-ns: the lab's LCG iterated `iters` times. */
 uint64_t pb_spin(uint64_t x, uint64_t iters)
 {
-	for (uint64_t i = 0; i < iters; i++) {
-		x = x * PB_LCG_A + PB_LCG_C;
-		/* opaque to the compiler: no closed form, no skipped work */
-		__asm__("" : "+r"(x));
-	}
-	return x;
+	return bench_lcg_spin(x, iters);
 }
 
 /* pb_spin's result in O(log iters) (LCG jump-ahead): the sink's check. */
 uint64_t pb_spin_jump(uint64_t x, uint64_t iters)
 {
-	uint64_t acc_mult = 1, acc_plus = 0, mult = PB_LCG_A, plus = PB_LCG_C;
-
-	while (iters) {
-		if (iters & 1) {
-			acc_mult *= mult;
-			acc_plus = acc_plus * mult + plus;
-		}
-		plus = (mult + 1) * plus;
-		mult *= mult;
-		iters >>= 1;
-	}
-	return acc_mult * x + acc_plus;
+	return bench_lcg_jump(x, iters);
 }
 
 /* Sum of 0..n-1 modulo 2^64. */

@@ -58,6 +58,10 @@ extern const struct bench_queue_ops bench_q_mutex;
 extern const struct bench_queue_ops bench_q_spinlock;
 extern const struct bench_queue_ops bench_q_ckring;
 extern const struct bench_queue_ops bench_q_wfcq;
+/* ck_ring's single-producer / single-consumer modes, for callers with a fixed
+ * topology; not in bench_queues[] (`bpbench ring` compares ck_ring MPMC). */
+extern const struct bench_queue_ops bench_q_ckring_sp_mc;
+extern const struct bench_queue_ops bench_q_ckring_mp_sc;
 
 /* Every queue, in display order (queues.c); NULL-terminated. */
 extern const struct bench_queue_ops *const bench_queues[];

@@ -276,10 +276,7 @@ unsigned rb_next_run(void)
 
 int64_t rb_thread_cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return bench_thread_cpu_ns();
 }
 
 void rb_spawn(pthread_t *t, void *(*fn)(void *), void *arg)

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_cm.h>
@@ -22,14 +21,6 @@
 #include <rdma/fi_rma.h>
 
 #include "bpbench.h"
-
-static int64_t rr_thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 #define RR_FI_VERSION FI_VERSION(1, 9)
 #define RR_MR_MODES                                                            \
@@ -319,7 +310,7 @@ void *rr_lane_throughput(void *arg)
 	l->posted = l->completed = l->eagain = l->cq_empty = 0;
 	l->err = 0;
 	bench_backoff_reset(&bo);
-	l->cpu_ns = rr_thread_cpu_ns();
+	l->cpu_ns = bench_thread_cpu_ns();
 	l->t_start = bench_now_ns();
 	for (;;) {
 		/* relaxed: a flag to stop; the results travel by join */
@@ -355,7 +346,7 @@ void *rr_lane_throughput(void *arg)
 			bench_backoff_reset(&bo);
 	}
 	l->t_end = bench_now_ns();
-	l->cpu_ns = rr_thread_cpu_ns() - l->cpu_ns;
+	l->cpu_ns = bench_thread_cpu_ns() - l->cpu_ns;
 	return NULL;
 }
 
@@ -394,7 +385,7 @@ void *rr_lane_latency(void *arg)
 			return NULL;
 		}
 	}
-	l->cpu_ns = rr_thread_cpu_ns();
+	l->cpu_ns = bench_thread_cpu_ns();
 	l->t_start = bench_now_ns();
 	/* relaxed: a flag to stop; the results travel by join */
 	while (!atomic_load_explicit(l->stop, memory_order_relaxed) &&
@@ -418,7 +409,7 @@ void *rr_lane_latency(void *arg)
 		t->ops++;
 	}
 	l->t_end = bench_now_ns();
-	l->cpu_ns = rr_thread_cpu_ns() - l->cpu_ns;
+	l->cpu_ns = bench_thread_cpu_ns() - l->cpu_ns;
 	if (epfd >= 0)
 		close(epfd);
 	return NULL;

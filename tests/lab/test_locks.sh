@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # bpbench locks with tiny parameters: the CSV is well formed and covers
 # every variant with positive numbers, --out writes CSV, JSON (with its
-# keys) and two PNGs, and a bad value is exit 2. Trivial jobs and a small
+# keys) and two PNGs, a run with a fault injected fails its verification,
+# and a bad value is exit 2. Trivial jobs and a small
 # --work-ns. Never asserts a timing. Exit 0 pass, 77 skip (no gnuplot),
 # else fail.
 set -u
@@ -90,6 +91,18 @@ PY
 		[ "$sig" = "89504e470d0a1a0a" ] || fail "$f is not a PNG ($sig)"
 	done
 	[ -s "$out/lk-plot.dat" ] || fail "$out/lk-plot.dat missing"
+done
+
+# the verification can fail: with a fault injected (a test-only switch of
+# bpbench locks) a tiny sweep must stop with exit 1 and VERIFY FAILED
+for fault in drop miscompute; do
+	BPBENCH_LOCKS_FAULT=$fault "$BPBENCH" locks --variants batchpipe-ring \
+		--threads 1,2 --batches 1,8 --runs 1 --ms 5 --pool 256 --csv \
+		>/dev/null 2>"$tmp/fault.err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "fault $fault: exit $rc, expected 1"
+	grep -q "VERIFY FAILED: batchpipe-ring" "$tmp/fault.err" ||
+		fail "fault $fault: no VERIFY FAILED ($(tail -n 1 "$tmp/fault.err"))"
 done
 
 # bad usage: exit 2 with a message and the usage
