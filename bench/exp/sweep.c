@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep.c - `bpbench sweep`: batching buys throughput and costs latency; the
- * sweep measures both, per batch size B, by running another bpbench
- * subcommand once per point as a child process.
+ * sweep.c - `bpbench sweep`: throughput and p99 latency per batch size B
+ * (at full load the p99 is queueing, which larger batches drain faster),
+ * by running another bpbench subcommand once per point as a child process.
  *
  * Why child processes: every experiment already verifies its own runs and
  * exits 1 when one fails. Running it as `/proc/self/exe SUB ... --csv` and

@@ -5,19 +5,9 @@
  * the compute ceiling is measured in lk_ceiling.c).
  */
 #include <math.h>
-#include <time.h>
 
 #include "lk_experiment.h"
 #include "lk_work.h"
-
-/* CPU time of the calling thread, ns. */
-static int64_t lk_thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /*
  * Nanoseconds per job of lk_result(., iters), one thread: median of 5. In
@@ -31,13 +21,13 @@ static double lk_time_work(uint64_t iters)
 
 	for (int r = 0; r < 5; r++) {
 		uint64_t n = 0;
-		int64_t t0 = lk_thread_cpu_ns(), t1;
+		int64_t t0 = bench_thread_cpu_ns(), t1;
 
 		do {
 			for (int i = 0; i < 4096; i++)
 				sink += lk_result(n + (uint64_t)i, iters);
 			n += 4096;
-			t1 = lk_thread_cpu_ns();
+			t1 = bench_thread_cpu_ns();
 		} while (t1 - t0 < 20000000);
 		t[r] = (double)(t1 - t0) / (double)n;
 	}

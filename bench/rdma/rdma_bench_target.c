@@ -274,11 +274,6 @@ unsigned rb_next_run(void)
 	return rb_run_counter;
 }
 
-int64_t rb_thread_cpu_ns(void)
-{
-	return bench_thread_cpu_ns();
-}
-
 void rb_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	int rc = pthread_create(t, NULL, fn, arg);

@@ -228,7 +228,6 @@ extern uint64_t rb_words_checked;
 void rb_verify_target(struct rb_target *t, const struct rb_check *c,
 		      const char *what);
 unsigned rb_next_run(void);
-int64_t rb_thread_cpu_ns(void);
 void rb_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* ---- the pipeline variant (rdma/rdma_variant_pipe.c) --------------------- */

@@ -112,7 +112,7 @@ static void *rb_producer_main(void *arg)
 	struct rb_pipe *pp = pr->pp;
 
 	pr->next_i = 0;
-	pr->cpu_ns = rb_thread_cpu_ns();
+	pr->cpu_ns = bench_thread_cpu_ns();
 	pr->t_start = bench_now_ns();
 	/* relaxed: a flag to stop; the results travel by join */
 	while (!atomic_load_explicit(&pp->stop, memory_order_relaxed)) {
@@ -136,7 +136,7 @@ static void *rb_producer_main(void *arg)
 			bench_die("%s: bp_submit: %d of %d (%s)\n", BENCH_CMD,
 				  rc, k, rc < 0 ? bp_strerror(rc) : "short");
 	}
-	pr->cpu_ns = rb_thread_cpu_ns() - pr->cpu_ns;
+	pr->cpu_ns = bench_thread_cpu_ns() - pr->cpu_ns;
 	return NULL;
 }
 
