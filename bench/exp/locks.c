@@ -9,7 +9,8 @@
  * only in how jobs and results move: a mutex, batches of results under the
  * mutex, spinlocks on the job source, lock-free queues at both ends, and
  * batchpipe's own pipeline. One run, its closed loop and its verification
- * are in locks/lk_run.c; the work per job in locks/lk_calibrate.c; what is
+ * are in locks/lk_run.c; the work per job in locks/lk_calibrate.c; the
+ * compute-ceiling run beside every point in locks/lk_ceiling.c; what is
  * printed and written in locks/lk_report.c and locks/lk_plot.c.
  *
  * Throughput = results the consumer received in the window / the window.
