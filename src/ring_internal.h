@@ -3,6 +3,7 @@
 #ifndef BP_SRC_RING_INTERNAL_H
 #define BP_SRC_RING_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <batchpipe/ring.h>
 

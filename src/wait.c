@@ -116,8 +116,8 @@ void bp_waitq_set_wake_one(struct bp_waitq *q)
 
 void bp_waitq_init(struct bp_waitq *q)
 {
-	atomic_init(&q->seq, 0);
-	atomic_init(&q->sleepers, 0);
+	__atomic_store_n(&q->seq, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->sleepers, 0, __ATOMIC_RELAXED);
 	q->waker_fences = 0;
 	q->wake_one = 0;
 	bpi_wait_global_init();
@@ -138,13 +138,13 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q)
 	/* the fence mode must be settled before any thread sleeps */
 	bpi_wait_global_init();
 	/* seq_cst: the announcement precedes the barrier below */
-	atomic_fetch_add_explicit(&q->sleepers, 1, memory_order_seq_cst);
+	__atomic_fetch_add(&q->sleepers, 1, __ATOMIC_SEQ_CST);
 	/*
 	 * Arm and read the key in one step: any wake from here on changes
 	 * the word, so sleeping on this key cannot miss it. seq_cst: a full
 	 * barrier on its own where membarrier is missing.
 	 */
-	key = atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst) | 1;
+	key = __atomic_fetch_or(&q->seq, 1, __ATOMIC_SEQ_CST) | 1;
 	if (membarrier_ok && !q->waker_fences)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
@@ -157,7 +157,7 @@ void bp_waitq_cancel(struct bp_waitq *q)
 {
 	/* relaxed: only a hint for wakers; a stale non-zero costs one wake call
 	 */
-	atomic_fetch_sub_explicit(&q->sleepers, 1, memory_order_relaxed);
+	__atomic_fetch_sub(&q->sleepers, 1, __ATOMIC_RELAXED);
 }
 
 int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
@@ -201,16 +201,16 @@ static void wake(struct bp_waitq *q, int n, bool always)
 	if (bp_waitq_need_fence_ || q->waker_fences)
 		bp_full_fence_();
 	else
-		atomic_signal_fence(memory_order_seq_cst);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* relaxed: the compare-and-swap below decides */
-	s = atomic_load_explicit(&q->seq, memory_order_relaxed);
+	s = __atomic_load_n(&q->seq, __ATOMIC_RELAXED);
 	/* release: a sleeper that reads the new word sees the publication */
 	do {
 		if (!(s & 1) && !always)
 			return;
-	} while (!atomic_compare_exchange_weak_explicit(
-		&q->seq, &s, (s + 2) & ~1u, memory_order_release,
-		memory_order_relaxed));
+	} while (!__atomic_compare_exchange_n(&q->seq, &s, (s + 2) & ~1u, true,
+					      __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
 	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL,
 		NULL, 0);
 }
@@ -233,7 +233,7 @@ void bp_waitq_wake_one_slow(struct bp_waitq *q)
 void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
 {
 	/* relaxed: a hint; nothing is lost if it is stale (see the top) */
-	if (!atomic_load_explicit(&q->sleepers, memory_order_relaxed))
+	if (!__atomic_load_n(&q->sleepers, __ATOMIC_RELAXED))
 		return;
 	/*
 	 * Re-arm for the sleepers left: the wake that disarmed the word was
@@ -243,7 +243,7 @@ void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
 	 * pairs with the wakers' fence: a publication either sees the word
 	 * armed or is seen by more().
 	 */
-	atomic_fetch_or_explicit(&q->seq, 1, memory_order_seq_cst);
+	__atomic_fetch_or(&q->seq, 1, __ATOMIC_SEQ_CST);
 	bp_full_fence_(); /* as prepare: pairs with the wakers' fence */
 	if (more(arg))
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,

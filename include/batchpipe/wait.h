@@ -20,7 +20,6 @@
 #ifndef BATCHPIPE_WAIT_H
 #define BATCHPIPE_WAIT_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 
 /* 1 when built with ThreadSanitizer, which does not model standalone fences */
@@ -64,7 +63,11 @@ void bp_wait_policy_init(struct bp_wait_policy *p);
 /* Returns 0, or -EINVAL for an unknown strategy. */
 int bp_wait_policy_check(const struct bp_wait_policy *p);
 
-/* Eventcount over a futex. Zero-initialised memory is a valid, empty one. */
+/*
+ * Eventcount over a futex. Zero-initialised memory is a valid, empty one.
+ * seq and sleepers are only ever accessed atomically, through the __atomic
+ * builtins (not <stdatomic.h>, so that this header compiles as C++ too).
+ */
 struct bp_waitq {
 	/*
 	 * The futex word. Bit 0, "armed", is set by every sleeper as it
@@ -74,8 +77,8 @@ struct bp_waitq {
 	 * prepared (on a wake-one queue: that a woken sleeper is on its way),
 	 * and makes no system call.
 	 */
-	_Atomic uint32_t seq;
-	_Atomic uint32_t sleepers; /* threads between prepare and cancel */
+	uint32_t seq;
+	uint32_t sleepers; /* threads between prepare and cancel */
 	/*
 	 * 0 (default): sleepers pay for the ordering with membarrier(2),
 	 * wakers pay nothing. 1: wakers issue a full fence, sleepers only a
@@ -157,11 +160,11 @@ extern int bp_waitq_need_fence_;
 static inline void bp_full_fence_(void)
 {
 #if BP_TSAN
-	static _Atomic int bp_fence_word_;
+	static int bp_fence_word_;
 
-	atomic_fetch_add_explicit(&bp_fence_word_, 0, memory_order_seq_cst);
+	__atomic_fetch_add(&bp_fence_word_, 0, __ATOMIC_SEQ_CST);
 #else
-	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -176,9 +179,9 @@ static inline int bp_waitq_has_sleepers(struct bp_waitq *q)
 	if (bp_waitq_need_fence_ || q->waker_fences)
 		bp_full_fence_(); /* Dekker with prepare() */
 	else
-		atomic_signal_fence(memory_order_seq_cst); /* compiler only */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler only */
 	/* relaxed: ordered by the fence or by the sleeper's membarrier */
-	return atomic_load_explicit(&q->sleepers, memory_order_relaxed) != 0;
+	return __atomic_load_n(&q->sleepers, __ATOMIC_RELAXED) != 0;
 }
 
 /* Wake every sleeper if there is one (on any queue, wake-one or not). */
@@ -186,8 +189,7 @@ static inline void bp_waitq_wake_all(struct bp_waitq *q)
 {
 	/* relaxed: the slow path re-reads seq with a compare-and-swap */
 	if (bp_waitq_has_sleepers(q) &&
-	    ((atomic_load_explicit(&q->seq, memory_order_relaxed) & 1) ||
-	     q->wake_one))
+	    ((__atomic_load_n(&q->seq, __ATOMIC_RELAXED) & 1) || q->wake_one))
 		bp_waitq_wake_all_slow(q);
 }
 
@@ -200,7 +202,7 @@ static inline void bp_waitq_wake(struct bp_waitq *q)
 {
 	/* relaxed: the slow path re-reads seq with a compare-and-swap */
 	if (bp_waitq_has_sleepers(q) &&
-	    (atomic_load_explicit(&q->seq, memory_order_relaxed) & 1)) {
+	    (__atomic_load_n(&q->seq, __ATOMIC_RELAXED) & 1)) {
 		if (q->wake_one)
 			bp_waitq_wake_one_slow(q);
 		else
@@ -219,7 +221,7 @@ static inline void bp_cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
 #else
-	atomic_signal_fence(memory_order_seq_cst);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
