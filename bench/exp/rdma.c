@@ -56,9 +56,10 @@
  * failure exits 1.
  *
  * --latency: 4 KiB writes at depth 1, one worker, per completion wait
- * (busy polling against sleeping): the pipeline closes the loop in the sink (the sink
- * resubmits the job it got, BP_SUBMIT_NONBLOCK, which cannot fail with one
- * job in a ring of thousands), latency = the clock just before bp_submit
+ * (busy polling against sleeping): the pipeline closes the loop in the sink
+ * (the sink resubmits the job it got, BP_SUBMIT_NONBLOCK, which cannot fail
+ * with one job in a ring of thousands), latency = the clock just before
+ * bp_submit
  * -> the clock on entry to the sink; raw: post -> completion reaped. Then
  * idle CPU: a started pipeline with nothing to do, and one fed 100 ops/s.
  */
@@ -272,34 +273,6 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 	rb_pipe_close(&pp);
 }
 
-/* "64,4K,1M" */
-static int rb_parse_sizes(const char *s, unsigned *out, int max)
-{
-	int n = 0;
-
-	while (*s) {
-		char *end;
-		unsigned long v;
-
-		if (*s < '0' || *s > '9' || n >= max)
-			return -1;
-		v = strtoul(s, &end, 10);
-		if (*end == 'K' || *end == 'k')
-			v <<= 10, end++;
-		else if (*end == 'M' || *end == 'm')
-			v <<= 20, end++;
-		if (v < 16 || v > (64ul << 20) || v % 8)
-			return -1;
-		out[n++] = (unsigned)v;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -1;
-	}
-	return n > 0 ? n : -1;
-}
-
 static int rb_set_providers(struct bench_args *a, const char *arg)
 {
 	struct rb_opts *o = a->ctx;
@@ -314,8 +287,12 @@ static int rb_set_sizes(struct bench_args *a, const char *arg)
 {
 	struct rb_opts *o = a->ctx;
 
-	o->nsizes = rb_parse_sizes(arg, o->sizes, RB_MAX_LIST);
+	o->nsizes =
+		bench_parse_sizes(arg, o->sizes, RB_MAX_LIST, 16, 64u << 20);
 	o->grid = 1;
+	for (int i = 0; i < o->nsizes; i++)
+		if (o->sizes[i] % 8) /* the checks read whole words */
+			return -1;
 	return o->nsizes < 0 ? -1 : 0;
 }
 

@@ -143,52 +143,17 @@ static double rf_raw_once(const struct rf_opts *o, struct rr_lane *l,
 	       (double)(l->t_end - l->t_start);
 }
 
-static int rf_parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || v == 0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int rf_set_bytes(struct bench_args *a, const char *arg)
 {
-	return rf_parse_bytes(arg, &((struct rf_opts *)a->ctx)->bytes);
+	return bench_parse_size(arg, &((struct rf_opts *)a->ctx)->bytes, 1,
+				UINT64_MAX);
 }
 
 static int rf_set_page(struct bench_args *a, const char *arg)
 {
 	uint64_t v;
 
-	if (rf_parse_bytes(arg, &v) || v % 8 || v > (64u << 20))
+	if (bench_parse_size(arg, &v, 1, 64u << 20) || v % 8)
 		return -1;
 	((struct rf_opts *)a->ctx)->page = (unsigned)v;
 	return 0;

@@ -63,7 +63,6 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 	struct bp_pipeline_stats s0;
 	struct bp_job *h;
 	struct rb_pjob *j;
-	struct rb_check chk;
 	int64_t c0, c1, tc0, tc1, w0, w1;
 	uint64_t ops;
 	int rc;
@@ -131,13 +130,7 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 				  bp_strerror(pp.lat_err));
 		/* the sink is done with the job: ops submitted = delivered */
 		rb_pipe_check_stats(&pp, &s0, ops, "pipeline latency");
-		chk = (struct rb_check){.run = pp.run,
-					.nlanes = 1,
-					.slots = pp.slots,
-					.ops = &ops,
-					.size = pp.size,
-					.outstanding = 1};
-		rb_verify_target(t, &chk, "pipeline latency");
+		rb_pipe_verify(t, &pp, 1, &ops, 1, "pipeline latency");
 		if (pass) {
 			rb_lat_stats(samples, pp.nsamples, out);
 			out->ops_s = (double)ops / (double)(w1 - w0) * 1e9;
@@ -234,7 +227,6 @@ static void rb_idle_pipe(const struct rb_opts *o, struct rb_target *t,
 	struct bp_pipeline_stats s0;
 	struct rb_pjob *j;
 	struct bp_job *h;
-	struct rb_check chk;
 	int64_t c0, c1, w0, w1, next;
 	uint64_t ops = 0;
 	int rc;
@@ -296,13 +288,7 @@ static void rb_idle_pipe(const struct rb_opts *o, struct rb_target *t,
 	out->paced_cpu = 100.0 * (double)(c1 - c0) / (double)(w1 - w0);
 	rb_pipe_wait_done(&pp, ops, "paced");
 	rb_pipe_check_stats(&pp, &s0, ops, "paced");
-	chk = (struct rb_check){.run = pp.run,
-				.nlanes = 1,
-				.slots = pp.slots,
-				.ops = &ops,
-				.size = pp.size,
-				.outstanding = 1};
-	rb_verify_target(t, &chk, "paced");
+	rb_pipe_verify(t, &pp, 1, &ops, 1, "paced");
 	pp.samples = NULL;
 	rb_pipe_close(&pp);
 }

@@ -240,6 +240,10 @@ int rb_pipe_open(struct rb_pipe *pp, struct rb_target *t,
 void rb_pipe_wait_done(struct rb_pipe *pp, uint64_t total, const char *what);
 void rb_pipe_check_stats(struct rb_pipe *pp, const struct bp_pipeline_stats *s0,
 			 uint64_t total, const char *what);
+/* Check the target holds what the pipeline's lanes wrote (ops[lane]). */
+void rb_pipe_verify(struct rb_target *t, const struct rb_pipe *pp,
+		    unsigned nlanes, const uint64_t *ops, uint64_t outstanding,
+		    const char *what);
 struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			     unsigned ms, uint64_t outstanding,
 			     const char *what);

@@ -332,7 +332,6 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 	uint64_t total = 0, ops[RB_MAX_PRODUCERS];
 	int64_t c0, c1, t0 = INT64_MAX, tc[RB_MAX_TIDS];
 	struct rb_result res;
-	struct rb_check chk;
 
 	pp->run = rb_next_run();
 	/* relaxed: the producers start after these stores (pthread_create
@@ -375,16 +374,24 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 	rb_pipe_check_stats(pp, &s0, total, what);
 	for (unsigned l = 0; l < pp->P; l++)
 		c1 += pp->prod[l].cpu_ns;
-	chk = (struct rb_check){.run = pp->run,
-				.nlanes = pp->P,
-				.slots = pp->slots,
-				.ops = ops,
-				.size = pp->size,
-				.outstanding = outstanding};
-	rb_verify_target(t, &chk, what);
+	rb_pipe_verify(t, pp, pp->P, ops, outstanding, what);
 	res.mops = (double)total / (double)(pp->last_ns - t0) * 1e3;
 	res.gbps =
 		(double)total * (double)pp->size / (double)(pp->last_ns - t0);
 	res.cpu_ns = total ? (double)(c1 - c0) / (double)total : NAN;
 	return res;
+}
+
+void rb_pipe_verify(struct rb_target *t, const struct rb_pipe *pp,
+		    unsigned nlanes, const uint64_t *ops, uint64_t outstanding,
+		    const char *what)
+{
+	struct rb_check chk = {.run = pp->run,
+			       .nlanes = nlanes,
+			       .slots = pp->slots,
+			       .ops = ops,
+			       .size = pp->size,
+			       .outstanding = outstanding};
+
+	rb_verify_target(t, &chk, what);
 }
