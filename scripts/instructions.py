@@ -6,7 +6,7 @@ Runs `bpbench pipeline` (2 producers, 2 workers, B=32, unordered) and
 `bpbench ring` (1x1, B=32) under valgrind's callgrind, one profile per
 thread, and counts the library's instructions:
 
-  pipeline: bp_submit in the producers (without its waits), the worker loop
+  pipeline: bp_pipeline_submit in the producers (without its waits), the worker loop
             (without its waits and the stage's process), the sink loop
             (without its waits and the application's sink callback);
   ring:     bp_ring_enqueue_burst in the producer, bp_ring_dequeue_burst in
@@ -97,10 +97,10 @@ def main():
         part = {"producers": 0, "workers": 0, "sink": 0}
         seen = {"producers": 0, "workers": 0, "sink": 0}
         for c in threads:
-            if root(c, "bp_submit'pb_submit_held"):
+            if root(c, "bp_pipeline_submit'pb_submit_held"):
                 seen["producers"] += 1
-                part["producers"] += (c["bp_submit'pb_submit_held"] -
-                                      c.get("bpi_wait_loop'bp_submit", 0))
+                part["producers"] += (c["bp_pipeline_submit'pb_submit_held"] -
+                                      c.get("bpi_wait_loop'bp_pipeline_submit", 0))
             if root(c, "bpi_worker_main'"):
                 seen["workers"] += 1
                 need(c, "pb_stage_process'bpi_worker_main")

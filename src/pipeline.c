@@ -3,11 +3,11 @@
  * Pipeline lifecycle: configuration, create, start, submit, drain, abort,
  * destroy, and live reconfiguration.
  *
- * Submission order is the ingress ring's position: bp_submit reserves k
- * slots (bpi_ring_reserve_burst), stamps each job with its position as
- * seq, and publishes them (bpi_ring_publish). A reservation is a commitment
- * (nothing is handed back), so seqs are dense and the ordered sink never waits
- * for a gap.
+ * Submission order is the ingress ring's position: bp_pipeline_submit reserves
+ * k slots (bpi_ring_reserve_burst), stamps each job with its position as seq,
+ * and publishes them (bpi_ring_publish). A reservation is a commitment (nothing
+ * is handed back), so seqs are dense and the ordered sink never waits for a
+ * gap.
  *
  * Live configuration lives in a struct that is replaced, never changed:
  * workers read it through RCU (QSBR: each pass announces a quiescent state,
@@ -365,8 +365,8 @@ static int ingress_has_room(void *arg)
 	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
 }
 
-int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
-	      unsigned flags, int64_t timeout_ns)
+int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
+		       unsigned flags, int64_t timeout_ns)
 {
 	int64_t now, deadline;
 	unsigned done = 0;

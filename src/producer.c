@@ -44,7 +44,8 @@ int bp_producer_flush(struct bp_producer *pr)
 	if (!pr)
 		return -EINVAL;
 	while (off < pr->n) {
-		int rc = bp_submit(pr->p, pr->staged + off, pr->n - off, 0, -1);
+		int rc = bp_pipeline_submit(pr->p, pr->staged + off,
+					    pr->n - off, 0, -1);
 
 		if (rc < 0) {
 			/* keep what was not accepted staged, in order */

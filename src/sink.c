@@ -31,7 +31,7 @@ static inline void count_latency(struct bp_pipeline *p, int64_t lat,
 
 /*
  * Count statuses and latencies, then hand the batch to the application.
- * Jobs of one bp_submit call share a submit time and usually arrive
+ * Jobs of one bp_pipeline_submit call share a submit time and usually arrive
  * together, so the latency bucket is computed and counted once per run of
  * equal submit times, not once per job (a counter bumped per job would
  * chain every job through a store and a reload of the same word).

@@ -58,7 +58,8 @@ int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 	if (!p || !s)
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));
-	/* every job that got a ring position was accepted by bp_submit */
+	/* every job that got a ring position was accepted by bp_pipeline_submit
+	 */
 	s->submitted = bpi_ring_enqueued(p->ingress);
 	s->ok = stat_get(&p->st_ok);
 	s->failed = stat_get(&p->st_failed);

@@ -78,9 +78,9 @@ void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 }
 
 /*
- * Hand completed jobs to the sink; returns how many went. bp_submit checked
- * every job, so the egress enqueue skips the item check, which would re-read
- * all held jobs on every pass while egress is full.
+ * Hand completed jobs to the sink; returns how many went. bp_pipeline_submit
+ * checked every job, so the egress enqueue skips the item check, which would
+ * re-read all held jobs on every pass while egress is full.
  */
 static unsigned hand_off(struct bp_worker *w)
 {

@@ -37,7 +37,7 @@
 
 #include "target.h"
 
-/* Pages handed to bp_submit at once: one ring reservation for many. */
+/* Pages handed to bp_pipeline_submit at once: one ring reservation for many. */
 #define FILL_SUBMIT_BATCH 32
 /* How long a fill thread waits for free jobs before it looks at stop. */
 #define FILL_WAIT_NS (50ll * 1000000ll)
@@ -220,10 +220,10 @@ static void *fill_thread(void *arg)
 			hdrs[k] = &j->rj.hdr;
 		}
 		/* counted before the submit: the sink may see a page back
-		 * before bp_submit returns */
+		 * before bp_pipeline_submit returns */
 		sub += (unsigned)n;
 		atomic_store_explicit(&r->submitted, sub, memory_order_relaxed);
-		rc = bp_submit(f->pipe, hdrs, (unsigned)n, 0, -1);
+		rc = bp_pipeline_submit(f->pipe, hdrs, (unsigned)n, 0, -1);
 		if (rc < 0 || rc < n) {
 			unsigned taken = rc < 0 ? 0 : (unsigned)rc;
 

@@ -4,9 +4,9 @@
  * through producers -> workers -> sink (bp_pipeline).
  *
  * Throughput sweep: P producer threads take B free jobs from their pool,
- * stamp them and submit them with one blocking bp_submit, for a fixed time;
- * then they stop and the last one out calls bp_pipeline_drain (not the main
- * thread: on an oversubscribed machine it may wait for a CPU, and the time
+ * stamp them and submit them with one blocking bp_pipeline_submit, for a fixed
+ * time; then they stop and the last one out calls bp_pipeline_drain (not the
+ * main thread: on an oversubscribed machine it may wait for a CPU, and the time
  * would include that). Throughput = jobs delivered / (first producer start
  * .. drain returned). Points: workers x B x wait strategy (one strategy for
  * worker_wait, sink_wait, producer_wait and the producers' free-job wait),
@@ -27,9 +27,9 @@
  * lat_p99_ns of that run (submit -> sink, bucket upper bounds, within 25 %);
  * at saturation they measure queueing in the bounded rings, not speed. The
  * low-load and wake-up latencies are the benchmark's own, exact: clock read
- * just before bp_submit -> clock read on entry to the sink callback, one way
- * (both are CLOCK_MONOTONIC, one clock for all CPUs). The pipeline's own
- * percentiles of those runs are printed beside them.
+ * just before bp_pipeline_submit -> clock read on entry to the sink callback,
+ * one way (both are CLOCK_MONOTONIC, one clock for all CPUs). The pipeline's
+ * own percentiles of those runs are printed beside them.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -199,7 +199,8 @@ void pb_print_table(FILE *f, const void *ctx)
 		fprintf(f,
 			"\nLatency, 1 producer, 1 worker, one job at a time "
 			"(medians over runs, us).\n"
-			"bench = clock before bp_submit -> clock in the sink "
+			"bench = clock before bp_pipeline_submit -> clock in "
+			"the sink "
 			"callback, one way, exact;\n"
 			"bp = bp_pipeline_stats of the same runs (bucket upper "
 			"bounds).\n"

@@ -24,10 +24,11 @@
  * default 1) each own a pool of preallocated jobs with their buffers
  * (registered with bp_rdma_register before start); a producer takes up to
  * max_batch free jobs from its free ring (a bp_ring, SPSC), stamps them and
- * submits them with one blocking bp_submit; the sink checks each job and gives
- * it back through the free ring. Raw variant: W threads, each with its own
- * fabric, domain, endpoint, CQ and AV per rail, `depth` writes in flight per
- * rail, posted post_batch at a time, reaped reap_batch per fi_cq_read, polling.
+ * submits them with one blocking bp_pipeline_submit; the sink checks each job
+ * and gives it back through the free ring. Raw variant: W threads, each with
+ * its own fabric, domain, endpoint, CQ and AV per rail, `depth` writes in
+ * flight per rail, posted post_batch at a time, reaped reap_batch per
+ * fi_cq_read, polling.
  *
  * One run of a variant: its threads write for --ms, then stop posting, and
  * the run ends when the last completion is in (the sink's clock for the
@@ -59,7 +60,7 @@
  * (busy polling against sleeping): the pipeline closes the loop in the sink
  * (the sink resubmits the job it got, BP_SUBMIT_NONBLOCK, which cannot fail
  * with one job in a ring of thousands), latency = the clock just before
- * bp_submit
+ * bp_pipeline_submit
  * -> the clock on entry to the sink; raw: post -> completion reaped. Then
  * idle CPU: a started pipeline with nothing to do, and one fed 100 ops/s.
  */

@@ -101,9 +101,9 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 		tc0 = rb_target_cpu_ns(t);
 		w0 = bench_now_ns();
 		j->t0 = w0;
-		rc = bp_submit(pp.p, &h, 1, 0, -1);
+		rc = bp_pipeline_submit(pp.p, &h, 1, 0, -1);
 		if (rc != 1)
-			bench_die("%s: bp_submit: %s\n", BENCH_CMD,
+			bench_die("%s: bp_pipeline_submit: %s\n", BENCH_CMD,
 				  bp_strerror(rc));
 		bench_sleep_ns((int64_t)ms * 1000000);
 		/* relaxed: a flag; lat_end's release publishes the rest */
@@ -266,9 +266,9 @@ static void rb_idle_pipe(const struct rb_opts *o, struct rb_target *t,
 		rr_stamp(j->rj.buf, pp.size, RR_TAG(pp.run, 0, ops));
 		j->rj.offset = rr_offset(0, ops, pp.slots, pp.size);
 		j->t0 = bench_now_ns();
-		rc = bp_submit(pp.p, &h, 1, 0, -1);
+		rc = bp_pipeline_submit(pp.p, &h, 1, 0, -1);
 		if (rc != 1)
-			bench_die("%s: bp_submit: %s\n", BENCH_CMD,
+			bench_die("%s: bp_pipeline_submit: %s\n", BENCH_CMD,
 				  bp_strerror(rc));
 		ops++;
 		/* acquire: pairs with the sink's release; the job is ours */

@@ -170,7 +170,8 @@ static void rb_print_latency(FILE *f, const struct rb_opts *o,
 		}
 	}
 	fprintf(f,
-		"\nlatency: pipeline = clock before bp_submit -> sink entry, "
+		"\nlatency: pipeline = clock before bp_pipeline_submit -> sink "
+		"entry, "
 		"the sink resubmitting\n(closed loop); raw = post -> "
 		"completion reaped. client%%: CPU of the pipeline's\nworkers "
 		"and sink, or of the raw thread; target%%: the target's "

@@ -137,9 +137,10 @@ static void *lk_pproducer_main(void *arg)
 			continue;
 		for (unsigned i = 0; i < B; i++)
 			lk_pjob_of(batch[i])->seq = run->issued + i;
-		rc = bp_submit(run->pl, batch, B, 0, -1);
+		rc = bp_pipeline_submit(run->pl, batch, B, 0, -1);
 		if (rc != (int)B)
-			bench_die("bpbench locks: bp_submit(%u) returned %d "
+			bench_die("bpbench locks: bp_pipeline_submit(%u) "
+				  "returned %d "
 				  "(%s)\n",
 				  B, rc, rc < 0 ? bp_strerror(rc) : "short");
 		run->issued += B;

@@ -254,10 +254,11 @@ void pb_stamp(struct pb_producer *pr, unsigned n)
 
 void pb_submit_held(struct pb_producer *pr)
 {
-	int rc = bp_submit(pr->run->p, pr->batch, pr->held, 0, -1);
+	int rc = bp_pipeline_submit(pr->run->p, pr->batch, pr->held, 0, -1);
 
 	if (rc != (int)pr->held)
-		bench_die("bpbench pipeline: bp_submit(%u) returned %d (%s)\n",
+		bench_die("bpbench pipeline: bp_pipeline_submit(%u) returned "
+			  "%d (%s)\n",
 			  pr->held, rc, rc < 0 ? bp_strerror(rc) : "short");
 	pr->submitted += pr->held;
 	pr->held = 0;
@@ -267,7 +268,8 @@ void pb_last_out(struct pb_run *run)
 {
 	/*
 	 * The last producer out drains; acq_rel collects every producer's
-	 * submissions before it (they are complete anyway: bp_submit returned).
+	 * submissions before it (they are complete anyway: bp_pipeline_submit
+	 * returned).
 	 */
 	if (atomic_fetch_sub_explicit(&run->producers_left, 1,
 				      memory_order_acq_rel) == 1) {

@@ -112,7 +112,7 @@ struct rb_result {
 
 struct rb_pjob {
 	struct bp_rdma_job rj; /* first: the sink's bp_job is &rj.hdr */
-	int64_t t0;	       /* latency runs: the clock before bp_submit */
+	int64_t t0; /* latency runs: the clock before bp_pipeline_submit */
 	unsigned lane;
 } __attribute__((aligned(BENCH_CACHELINE)));
 

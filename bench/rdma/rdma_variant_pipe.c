@@ -75,7 +75,8 @@ static void rb_sink_lat(struct rb_pipe *pp, struct bp_job **jobs, unsigned n,
 		j->rj.offset = rr_offset(0, op, pp->slots, pp->size);
 		j->t0 = bench_now_ns();
 		/* one job, rings of thousands: it cannot find them full */
-		rc = bp_submit(pp->p, &jobs[i], 1, BP_SUBMIT_NONBLOCK, 0);
+		rc = bp_pipeline_submit(pp->p, &jobs[i], 1, BP_SUBMIT_NONBLOCK,
+					0);
 		if (rc != 1) {
 			pp->lat_err = rc;
 			/* release: as above */
@@ -131,10 +132,11 @@ static void *rb_producer_main(void *arg)
 			jb->rj.offset =
 				rr_offset(pr->lane, i, pp->slots, pp->size);
 		}
-		rc = bp_submit(pp->p, pr->batch, (unsigned)k, 0, -1);
+		rc = bp_pipeline_submit(pp->p, pr->batch, (unsigned)k, 0, -1);
 		if (rc != k)
-			bench_die("%s: bp_submit: %d of %d (%s)\n", BENCH_CMD,
-				  rc, k, rc < 0 ? bp_strerror(rc) : "short");
+			bench_die("%s: bp_pipeline_submit: %d of %d (%s)\n",
+				  BENCH_CMD, rc, k,
+				  rc < 0 ? bp_strerror(rc) : "short");
 	}
 	pr->cpu_ns = bench_thread_cpu_ns() - pr->cpu_ns;
 	return NULL;

@@ -3,18 +3,18 @@
  * batchpipe/pipeline.h - producers -> workers -> one result sink.
  *
  *   app threads                worker threads (N)                 sink thread
- *   bp_submit(jobs, n) --> [ingress ring] --> burst <= B --> stage --> [egress
- *                                                            ring per worker]
+ *   bp_pipeline_submit(jobs, n) --> [ingress ring] --> burst <= B --> stage -->
+ * [egress ring per worker]
  *                                                              --> sink(jobs,
  * n)
  *
- * Every job accepted by bp_submit reaches the sink exactly once, with a
- * status (BP_JOB_OK, a negative errno, BP_JOB_CANCELLED); after drain or
+ * Every job accepted by bp_pipeline_submit reaches the sink exactly once, with
+ * a status (BP_JOB_OK, a negative errno, BP_JOB_CANCELLED); after drain or
  * abort, submitted == ok + failed + cancelled. With ordered output the sink
  * sees jobs in submission order. No lock is taken on the way.
  *
  * Lifecycle: bp_pipeline_config_init -> bp_pipeline_create -> start ->
- * bp_submit ... -> bp_pipeline_drain (finish everything) or
+ * bp_pipeline_submit ... -> bp_pipeline_drain (finish everything) or
  * bp_pipeline_abort (cancel what has not started) -> bp_pipeline_destroy.
  * Submits after drain or abort fail with -EPIPE; destroy on a running
  * pipeline drains first.
@@ -65,7 +65,8 @@ struct bp_pipeline_config {
 
 	struct bp_wait_policy worker_wait; /* workers with nothing to do */
 	struct bp_wait_policy sink_wait; /* the sink with nothing to deliver */
-	struct bp_wait_policy producer_wait; /* bp_submit on a full ingress */
+	struct bp_wait_policy
+		producer_wait; /* bp_pipeline_submit on a full ingress */
 
 	/* optional pinning: worker i runs on worker_cpus[i % n_worker_cpus] */
 	const int *worker_cpus;
@@ -104,7 +105,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
  */
 int bp_pipeline_start(struct bp_pipeline *p);
 
-/* bp_submit flags */
+/* bp_pipeline_submit flags */
 #define BP_SUBMIT_NONBLOCK 0x1u /* take what fits now; -EAGAIN if nothing */
 
 /*
@@ -118,8 +119,8 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * before start, for n == 0, NULL jobs (or a NULL or odd job pointer) or an
  * unknown flag. Jobs not counted in the return value were not taken.
  */
-int bp_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
-	      unsigned flags, int64_t timeout_ns);
+int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
+		       unsigned flags, int64_t timeout_ns);
 
 /*
  * Stop intake, let the workers finish every job, deliver everything, join
@@ -173,11 +174,12 @@ struct bp_producer;
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
 /*
  * Stage one job; may submit (blocking). Returns 0 (the job is staged or
- * submitted), or bp_submit's errors, in which case this job was not taken
- * (jobs staged by earlier calls stay staged: bp_producer_flush retries).
+ * submitted), or bp_pipeline_submit's errors, in which case this job was not
+ * taken (jobs staged by earlier calls stay staged: bp_producer_flush retries).
  */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
-/* Submit what is staged (blocking). Returns 0 or bp_submit's errors. */
+/* Submit what is staged (blocking). Returns 0 or bp_pipeline_submit's errors.
+ */
 int bp_producer_flush(struct bp_producer *pr);
 /* Jobs staged now. */
 unsigned bp_producer_staged(const struct bp_producer *pr);
@@ -191,7 +193,7 @@ int bp_producer_destroy(struct bp_producer *pr);
 #define BP_LAT_BUCKETS	 256 /* latency: 4 buckets per power of two of ns */
 
 struct bp_pipeline_stats {
-	uint64_t submitted;		/* jobs accepted by bp_submit */
+	uint64_t submitted; /* jobs accepted by bp_pipeline_submit */
 	uint64_t ok, failed, cancelled; /* delivered to the sink, by status */
 	uint64_t worker_batches;	/* dequeues that returned jobs */
 	uint64_t worker_jobs;		/* jobs taken by workers */

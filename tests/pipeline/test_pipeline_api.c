@@ -202,7 +202,7 @@ static void test_create_null(void **unused)
 	assert_int_equal(bp_pipeline_drain(NULL), -EINVAL);
 	assert_int_equal(bp_pipeline_abort(NULL), -EINVAL);
 	bp_pipeline_destroy(NULL);
-	assert_int_equal(bp_submit(NULL, NULL, 1, 0, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(NULL, NULL, 1, 0, -1), -EINVAL);
 	free(s);
 }
 
@@ -388,7 +388,7 @@ static void test_create_limits_ok(void **unused)
 		struct bp_job *jp = &j.hdr;
 
 		tjobs_init(&j, 1);
-		assert_int_equal(bp_submit(p, &jp, 1, 0, 0), -EINVAL);
+		assert_int_equal(bp_pipeline_submit(p, &jp, 1, 0, 0), -EINVAL);
 	}
 	bp_pipeline_destroy(p);
 	free(s);
@@ -412,23 +412,25 @@ static void test_submit_lifecycle(void **unused)
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 
 	a[0] = &j[0].hdr;
-	assert_int_equal(bp_submit(p, a, 1, 0, -1), -EINVAL); /* not started */
+	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1),
+			 -EINVAL); /* not started */
 	assert_int_equal(bp_pipeline_start(p), 0);
 	assert_int_equal(bp_pipeline_start(p), -EINVAL); /* twice */
 
 	/* n == 0, NULL array, NULL or odd job pointer, unknown flags */
-	assert_int_equal(bp_submit(p, a, 0, 0, -1), -EINVAL);
-	assert_int_equal(bp_submit(p, NULL, 1, 0, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 0, 0, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, NULL, 1, 0, -1), -EINVAL);
 	a[0] = &rej[0].hdr;
 	a[1] = NULL;
 	a[2] = &rej[2].hdr;
-	assert_int_equal(bp_submit(p, a, 3, 0, -1), -EINVAL);
-	assert_int_equal(bp_submit(p, a, 3, BP_SUBMIT_NONBLOCK, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 3, 0, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 3, BP_SUBMIT_NONBLOCK, -1),
+			 -EINVAL);
 	a[1] = (struct bp_job *)((char *)&rej[1].hdr + 1);
-	assert_int_equal(bp_submit(p, a, 3, 0, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 3, 0, -1), -EINVAL);
 	a[1] = &rej[1].hdr;
-	assert_int_equal(bp_submit(p, a, 3, 0x2u, -1), -EINVAL);
-	assert_int_equal(bp_submit(p, a, 3, 0x80000000u, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 3, 0x2u, -1), -EINVAL);
+	assert_int_equal(bp_pipeline_submit(p, a, 3, 0x80000000u, -1), -EINVAL);
 	assert_int_equal(bp_pipeline_stats(p, &st), 0);
 	assert_true(st.submitted == 0); /* nothing slipped in */
 
@@ -436,16 +438,18 @@ static void test_submit_lifecycle(void **unused)
 		a[i] = &j[i].hdr;
 		j[i].expect = i == 3 ? -EIO : BP_JOB_OK;
 	}
-	assert_int_equal(bp_submit(p, a, 5, 0, -1), 5);
-	assert_int_equal(bp_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1) > 0, 1);
+	assert_int_equal(bp_pipeline_submit(p, a, 5, 0, -1), 5);
+	assert_int_equal(
+		bp_pipeline_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1) > 0, 1);
 	assert_true(wait_sink(s, 1, 10000));
 
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(bp_pipeline_drain(p), 0); /* twice is fine */
 	assert_int_equal(bp_pipeline_abort(p), 0); /* so is abort after it */
 	a[0] = &rej[3].hdr;
-	assert_int_equal(bp_submit(p, a, 1, 0, -1), -EPIPE);
-	assert_int_equal(bp_submit(p, a, 1, BP_SUBMIT_NONBLOCK, 0), -EPIPE);
+	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), -EPIPE);
+	assert_int_equal(bp_pipeline_submit(p, a, 1, BP_SUBMIT_NONBLOCK, 0),
+			 -EPIPE);
 	assert_int_equal(bp_pipeline_start(p), -EINVAL); /* no restart */
 
 	assert_conservation(p, s);
@@ -479,11 +483,11 @@ static void test_submit_after_abort(void **unused)
 	base_config(&c, s);
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, 63, 0, -1), 63);
+	assert_int_equal(bp_pipeline_submit(p, a, 63, 0, -1), 63);
 	assert_int_equal(bp_pipeline_abort(p), 0);
 	assert_int_equal(bp_pipeline_abort(p), 0);
 	assert_int_equal(bp_pipeline_drain(p), 0);
-	assert_int_equal(bp_submit(p, a + 63, 1, 0, -1), -EPIPE);
+	assert_int_equal(bp_pipeline_submit(p, a + 63, 1, 0, -1), -EPIPE);
 	assert_conservation(p, s);
 	assert_int_equal(sink_count(s), 63);
 	for (unsigned i = 0; i < 63; i++)
@@ -568,41 +572,46 @@ static void test_backpressure(void **unused)
 	assert_int_equal(bp_pipeline_start(p), 0);
 
 	/* job 0 goes into the stage and stays there */
-	assert_int_equal(bp_submit(p, a, 1, 0, -1), 1);
+	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), 1);
 	assert_true(wait_entered(&g, 1));
 	accepted = 1;
 	/* the ingress ring takes exactly 4 more, then says -EAGAIN */
 	for (unsigned i = 0; i < 8; i++) {
-		rc = bp_submit(p, a + accepted, 1, BP_SUBMIT_NONBLOCK, -1);
+		rc = bp_pipeline_submit(p, a + accepted, 1, BP_SUBMIT_NONBLOCK,
+					-1);
 		if (rc == -EAGAIN)
 			break;
 		assert_int_equal(rc, 1);
 		accepted++;
 	}
 	assert_int_equal(accepted, 5);
-	assert_int_equal(bp_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1),
-			 -EAGAIN);
+	assert_int_equal(
+		bp_pipeline_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1),
+		-EAGAIN);
 	/* blocking with a timeout: waits that long, then -ETIMEDOUT */
 	t0 = pt_now_ns();
-	rc = bp_submit(p, a + 5, 2, 0, 30 * 1000000);
+	rc = bp_pipeline_submit(p, a + 5, 2, 0, 30 * 1000000);
 	t1 = pt_now_ns();
 	assert_int_equal(rc, -ETIMEDOUT);
 	assert_true(t1 - t0 >= 29 * 1000000);
 	/* timeout 0 on a full ring: no wait at all */
-	assert_int_equal(bp_submit(p, a + 5, 1, 0, 0), -ETIMEDOUT);
+	assert_int_equal(bp_pipeline_submit(p, a + 5, 1, 0, 0), -ETIMEDOUT);
 
 	/* let job 0 finish: the worker takes job 1 and blocks on it */
 	atomic_fetch_add(&g.permits, 1);
 	assert_true(wait_entered(&g, 2));
 	/* one slot free: a non-blocking submit of 3 takes exactly 1 */
-	assert_int_equal(bp_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1), 1);
+	assert_int_equal(
+		bp_pipeline_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1), 1);
 	/* and a timed one of 2 gets none of them */
-	assert_int_equal(bp_submit(p, a + 6, 2, 0, 5 * 1000000), -ETIMEDOUT);
+	assert_int_equal(bp_pipeline_submit(p, a + 6, 2, 0, 5 * 1000000),
+			 -ETIMEDOUT);
 
 	/* open the gate: a blocking submit now gets everything through */
 	atomic_fetch_add(&g.permits, 1 << 20);
-	assert_int_equal(bp_submit(p, a + 6, 10, 0, 10 * (int64_t)1000000000),
-			 10);
+	assert_int_equal(
+		bp_pipeline_submit(p, a + 6, 10, 0, 10 * (int64_t)1000000000),
+		10);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_conservation(p, s);
 	assert_int_equal(sink_count(s), 16);
@@ -719,14 +728,15 @@ static void test_submit_after_failed_start(void **unused)
 	c.workers = 1;
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), -EIO);
-	rc = bp_submit(p, &a, 1, BP_SUBMIT_NONBLOCK, 0);
+	rc = bp_pipeline_submit(p, &a, 1, BP_SUBMIT_NONBLOCK, 0);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(bp_pipeline_stats(p, &st), 0);
 	bp_pipeline_destroy(p);
 	free(s);
 	if (rc >= 0)
 		print_error(
-			"bp_submit after a failed start accepted %d job(s); "
+			"bp_pipeline_submit after a failed start accepted %d "
+			"job(s); "
 			"submitted %llu, delivered %llu\n",
 			rc, (unsigned long long)st.submitted,
 			(unsigned long long)(st.ok + st.failed + st.cancelled));
@@ -891,7 +901,7 @@ static void test_pinning(void **unused)
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	for (unsigned i = 0; i < N; i++) {
-		assert_int_equal(bp_submit(p, a + i, 1, 0, -1), 1);
+		assert_int_equal(bp_pipeline_submit(p, a + i, 1, 0, -1), 1);
 		if (i % 16 == 0)
 			sched_yield(); /* let every worker get some */
 	}
@@ -972,7 +982,7 @@ static void test_live_before_start(void **unused)
 	assert_int_equal(bp_pipeline_set_stage_ctx(p, &ec), 0);
 	assert_int_equal(bp_pipeline_set_max_batch(p, 3), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, N, 0, -1), N);
+	assert_int_equal(bp_pipeline_submit(p, a, N, 0, -1), N);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(atomic_load(&ec.init_saw_new), 2);
 	assert_int_equal(atomic_load(&wrong.init_saw_new), 0);
@@ -1010,7 +1020,7 @@ static void test_destroy_running_drains(void **unused)
 	c.ingress_capacity = 256;
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, N, 0, -1), N);
+	assert_int_equal(bp_pipeline_submit(p, a, N, 0, -1), N);
 	bp_pipeline_destroy(p); /* drains first */
 	assert_int_equal(sink_count(s), N);
 	assert_int_equal(s->ok, N);
@@ -1040,8 +1050,8 @@ static void *drain_thread(void *arg)
  * The ingress wakes one sleeping worker per publication. Here the last
  * publication comes after the drain closed the ring (a producer reserved
  * its slot before the close and published after it, as a preempted
- * bp_submit does): the woken worker must pass the end of the stream on to
- * the workers still asleep, or the drain never joins them.
+ * bp_pipeline_submit does): the woken worker must pass the end of the stream on
+ * to the workers still asleep, or the drain never joins them.
  */
 static void test_drain_last_publication(void **unused)
 {
@@ -1062,7 +1072,8 @@ static void test_drain_last_publication(void **unused)
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	pt_watchdog_arm(60, "test_drain_last_publication: drain hangs");
-	/* bp_submit's first half: reserve the slot and stamp the job */
+	/* bp_pipeline_submit's first half: reserve the slot and stamp the job
+	 */
 	assert_int_equal(bpi_ring_reserve_burst(p->ingress, 1, &pos), 1);
 	j.hdr.seq = pos & SEQ_MASK;
 	j.hdr.submit_ns = bp_now_ns();
@@ -1198,7 +1209,7 @@ static struct bp_pipeline *start_holding(struct sinkc *s, struct hold_ctx *hc,
 	c.ingress_capacity = 64;
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
-	assert_int_equal(bp_submit(p, a, n, 0, -1), (int)n);
+	assert_int_equal(bp_pipeline_submit(p, a, n, 0, -1), (int)n);
 	/* the workers fill up to max_inflight each, and stop there */
 	end = pt_now_ns() + 10 * (int64_t)1000000000;
 	while (atomic_load(&hc->held_total) < w * infl && pt_now_ns() < end)
@@ -1432,7 +1443,7 @@ static void test_stats_json(void **unused)
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	for (unsigned i = 0; i < N; i += 100)
-		assert_int_equal(bp_submit(p, a + i, 100, 0, -1), 100);
+		assert_int_equal(bp_pipeline_submit(p, a + i, 100, 0, -1), 100);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_conservation(p, s);
 	assert_int_equal(bp_pipeline_stats(p, &st), 0);

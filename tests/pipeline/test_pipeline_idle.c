@@ -106,7 +106,7 @@ static int burst(struct bp_pipeline *p, struct job *jobs)
 
 	for (unsigned i = 0; i < 256; i++)
 		ptrs[i] = &jobs[i].hdr;
-	rc = bp_submit(p, ptrs, 256, 0, -1);
+	rc = bp_pipeline_submit(p, ptrs, 256, 0, -1);
 	if (rc != 256) {
 		fprintf(stderr, "FAIL: submit returned %d\n", rc);
 		return 1;
@@ -172,7 +172,7 @@ static int backpressure(bool ordered)
 	for (unsigned i = 0; i < N; i++)
 		ptrs[i] = &jobs[i].hdr;
 	atomic_store(&slow_sink, 10);
-	if (bp_submit(p, ptrs, N, 0, -1) != N) {
+	if (bp_pipeline_submit(p, ptrs, N, 0, -1) != N) {
 		fprintf(stderr, "FAIL: submit\n");
 		return 1;
 	}

@@ -2,7 +2,7 @@
 /*
  * test_pipeline_reconfig - live reconfiguration under load.
  *
- * While producers keep jobs flowing (two raw bp_submit threads and one
+ * While producers keep jobs flowing (two raw bp_pipeline_submit threads and one
  * bp_producer handle), the main thread changes the stage context pointer
  * and max_batch 1000 times each, and now and then the workers' wait policy
  * and the producers' flush deadline; a second thread changes the wait
@@ -314,10 +314,11 @@ static void *producer_main(void *arg)
 					pt_fail("bp_producer_submit: %d", rc);
 			}
 		} else if (got) {
-			int rc = bp_submit(pipe_, batch, got, 0, -1);
+			int rc = bp_pipeline_submit(pipe_, batch, got, 0, -1);
 
 			if (rc != (int)got)
-				pt_fail("bp_submit of %u: %d", got, rc);
+				pt_fail("bp_pipeline_submit of %u: %d", got,
+					rc);
 		}
 		uses += got;
 		if (rand_r(&pp->seed) % 4 == 0)

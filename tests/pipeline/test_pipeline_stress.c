@@ -4,7 +4,7 @@
  * threads, checked job by job.
  *
  * A table of configurations (plus a few drawn from the seed) varies:
- * producers 1..16 (raw bp_submit with random batch sizes and blocking,
+ * producers 1..16 (raw bp_pipeline_submit with random batch sizes and blocking,
  * non-blocking and timed calls, or bp_producer handles, or both), workers
  * 1..16 on a 2-core machine, max_batch 1..256, max_inflight, ring sizes
  * down to 1, wait strategies, ordered output on/off, and the stage:
@@ -16,7 +16,7 @@
  *
  * and the end: drain after the producers are done, drain while they are
  * still submitting, or abort while they are still submitting (then they get
- * -EPIPE, and only what bp_submit accepted counts).
+ * -EPIPE, and only what bp_pipeline_submit accepted counts).
  *
  * Checks, per run:
  *   - every accepted job reaches the sink exactly once (a per-job counter),
@@ -458,7 +458,7 @@ static void producer_raw(struct prod *pp)
 			timeout = 0;
 		else if (mode == 7)
 			timeout = 200000;
-		rc = bp_submit(r->p, mine + i, k, flags, timeout);
+		rc = bp_pipeline_submit(r->p, mine + i, k, flags, timeout);
 		if (rc > 0) {
 			if ((unsigned)rc > k) {
 				pt_fail("submit of %u returned %d", k, rc);
@@ -708,7 +708,8 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 			}
 		}
 		if (!pp->handle && a != pp->offered)
-			pt_fail("producer %u: bp_submit accepted %u, %u jobs "
+			pt_fail("producer %u: bp_pipeline_submit accepted %u, "
+				"%u jobs "
 				"carry a seq",
 				p, pp->offered, a);
 		if (pp->handle && a > pp->offered)

@@ -137,7 +137,7 @@ static void test_write_then_query(void **state)
 		}
 		hdrs[i] = &jobs[i].rj.hdr;
 	}
-	assert_int_equal(bp_submit(p, hdrs, PAGES, 0, -1), PAGES);
+	assert_int_equal(bp_pipeline_submit(p, hdrs, PAGES, 0, -1), PAGES);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(atomic_load(&sunk), PAGES);
 	assert_int_equal(atomic_load(&sunk_failed), 0);
@@ -229,7 +229,7 @@ static void test_clients_isolated(void **state)
 		jobs[i].rj.flags = BP_RDMA_JOB_DELIVERED;
 		hdrs[i] = &jobs[i].rj.hdr;
 	}
-	assert_int_equal(bp_submit(p, hdrs, 4, 0, -1), 4);
+	assert_int_equal(bp_pipeline_submit(p, hdrs, 4, 0, -1), 4);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(atomic_load(&sunk), 4);
 	usleep(100000); /* anything that was going to land has landed */

@@ -520,9 +520,9 @@ static inline unsigned st_submit(struct st_fix *f, struct st_job *jobs,
 
 		for (unsigned i = 0; i < k; i++)
 			ptrs[i] = &jobs[done + i].rj.hdr;
-		rc = bp_submit(f->p, ptrs, k, 0, 10 * 1000000000ll);
+		rc = bp_pipeline_submit(f->p, ptrs, k, 0, 10 * 1000000000ll);
 		if (rc <= 0) {
-			bp_test_fail("bp_submit: %s", bp_strerror(rc));
+			bp_test_fail("bp_pipeline_submit: %s", bp_strerror(rc));
 			break;
 		}
 		done += (unsigned)rc;

@@ -12,8 +12,8 @@
  * BP_JOB_CANCELLED only; some jobs were cancelled (the abort came
  * mid-flight); submitted == ok + failed + cancelled == accepted; every
  * posted operation completed (posted == completed + failed on the rails,
- * nothing lost in flight); bp_submit fails with -EPIPE afterwards; the jobs
- * that completed ok wrote their bytes.
+ * nothing lost in flight); bp_pipeline_submit fails with -EPIPE afterwards; the
+ * jobs that completed ok wrote their bytes.
  */
 #include "st_common.h"
 
@@ -42,7 +42,8 @@ static void *producer(void *arg)
 
 		for (unsigned i = 0; i < k; i++)
 			ptrs[i] = &pr->jobs[done + i].rj.hdr;
-		rc = bp_submit(pr->f->p, ptrs, k, 0, 20ll * 1000000000);
+		rc = bp_pipeline_submit(pr->f->p, ptrs, k, 0,
+					20ll * 1000000000);
 		if (rc <= 0) {
 			pr->last_rc = rc;
 			break;
@@ -102,8 +103,8 @@ static void run(const char *prov, unsigned credits)
 		 "the producer stopped with %s after %u jobs",
 		 bp_strerror(pr.last_rc), accepted);
 	one = &pr.jobs[0].rj.hdr;
-	ST_CHECK(bp_submit(f.p, &one, 1, 0, 0) == -EPIPE,
-		 "bp_submit after abort is not -EPIPE");
+	ST_CHECK(bp_pipeline_submit(f.p, &one, 1, 0, 0) == -EPIPE,
+		 "bp_pipeline_submit after abort is not -EPIPE");
 	st_check_conservation(&f, pr.jobs, n, accepted);
 	for (unsigned i = 0; i < accepted; i++) {
 		int s = pr.jobs[i].status;

@@ -74,11 +74,11 @@ static void submit(struct st_fix *f, struct ejob *e, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		ptrs[i] = &e[i].j.rj.hdr;
 	while (done < n) {
-		int rc = bp_submit(f->p, ptrs + done, n - done, 0,
-				   10ll * 1000000000);
+		int rc = bp_pipeline_submit(f->p, ptrs + done, n - done, 0,
+					    10ll * 1000000000);
 
 		if (rc <= 0) {
-			bp_test_fail("bp_submit: %s", bp_strerror(rc));
+			bp_test_fail("bp_pipeline_submit: %s", bp_strerror(rc));
 			break;
 		}
 		done += (unsigned)rc;

@@ -79,7 +79,7 @@ static void *producer(void *arg)
 		if (done % 8 == 7)
 			pj->j.rj.flags = BP_RDMA_JOB_DELIVERED;
 		pj->submit_ns = bpt_now_ns();
-		rc = bp_submit(r->f.p, &h, 1, 0, 100 * 1000000ll);
+		rc = bp_pipeline_submit(r->f.p, &h, 1, 0, 100 * 1000000ll);
 		if (rc == -ETIMEDOUT)
 			continue; /* backpressure: try again (or stop) */
 		if (rc != 1) {
