@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_pipeline_idle - "idle costs nothing" (DESIGN.md invariant 5).
+ * test_pipeline_idle - "idle costs nothing" (docs/design.md, invariant I5).
  *
  * A started pipeline with the default wait strategy and no work must sleep:
  * over 2 s of the main thread sleeping, the whole process (workers, sink,
