@@ -4,8 +4,8 @@
 #include <limits.h>
 #include <string.h>
 
-#include "bp_config.h"
 #include <batchpipe/error.h>
+#include <batchpipe/version.h>
 
 /*
  * The library's own meaning of the codes it returns comes first; any other
@@ -45,6 +45,11 @@ const char *bp_strerror(int err)
 }
 
 const char *bp_version(void)
+{
+	return BP_VERSION_STRING;
+}
+
+unsigned bp_version_number(void)
 {
 	return BP_VERSION;
 }

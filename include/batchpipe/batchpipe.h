@@ -3,6 +3,7 @@
 #ifndef BATCHPIPE_BATCHPIPE_H
 #define BATCHPIPE_BATCHPIPE_H
 
+#include <batchpipe/version.h>
 #include <batchpipe/error.h>
 #include <batchpipe/wait.h>
 #include <batchpipe/ring.h>

@@ -18,8 +18,14 @@ extern "C" {
  */
 const char *bp_strerror(int err);
 
-/* Library version as "MAJOR.MINOR.PATCH". */
+/*
+ * The linked library's version as "MAJOR.MINOR.PATCH", and as one number
+ * encoded like BP_VERSION (batchpipe/version.h, the headers' version):
+ * compare the two to learn whether the library is the one compiled against.
+ * Any thread.
+ */
 const char *bp_version(void);
+unsigned bp_version_number(void);
 
 #pragma GCC visibility pop
 
