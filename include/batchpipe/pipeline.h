@@ -2,11 +2,10 @@
 /*
  * batchpipe/pipeline.h - producers -> workers -> one result sink.
  *
- *   app threads                worker threads (N)                 sink thread
- *   bp_pipeline_submit(jobs, n) --> [ingress ring] --> burst <= B --> stage -->
- * [egress ring per worker]
- *                                                              --> sink(jobs,
- * n)
+ *   app threads           worker threads (N)               sink thread
+ *   bp_pipeline_submit --> [ingress ring] --> burst <= B --> stage
+ *        (jobs, n)                                             |
+ *                     sink(jobs, n) <-- [egress ring per worker]
  *
  * Every job accepted by bp_pipeline_submit reaches the sink exactly once, with
  * a status (BP_JOB_OK, a negative errno, BP_JOB_CANCELLED); after drain or
