@@ -402,7 +402,7 @@ void bp_rdma_conn_peer(const struct bp_rdma_conn *conn,
 const char *bp_rdma_conn_provider(const struct bp_rdma_conn *conn);
 
 /*
- * Seed 000's random fill: ask the daemon to RDMA-write len bytes of the
+ * The random fill: ask the daemon to RDMA-write len bytes of the
  * page generator's output (bp_rdma_fill_page, seeded with seed) into a
  * region of ours (d from bp_rdma_region_describe), in pages of page bytes.
  * Blocks until the daemon says it is done; progress (bytes written so far)

@@ -2,7 +2,7 @@
 /*
  * The stage's statistics: per worker and rail counters (written by the
  * worker alone, plain stores), read here as a snapshot, and as JSON.
- * Document 002's lesson: a run must show where the bottleneck is: a full
+ * A run must show where the bottleneck is: a full
  * pending queue says the provider pushes back (credits), empty CQ reads say
  * the workers wait on the wire, a reap histogram stuck at 1 says batches
  * never form.
