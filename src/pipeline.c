@@ -17,6 +17,7 @@
  * instead, because application threads are not RCU readers.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,8 @@ void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 
 void bp_pipeline_config_init(struct bp_pipeline_config *c)
 {
+	if (!c)
+		return;
 	memset(c, 0, sizeof(*c));
 	c->workers = 2;
 	c->ingress_capacity = 4096;
@@ -392,7 +395,9 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	int64_t now, deadline;
 	unsigned done = 0;
 
-	if (!p || !jobs || n == 0 || (flags & ~BP_SUBMIT_NONBLOCK))
+	/* n > INT_MAX: the count accepted would not fit the return value */
+	if (!p || !jobs || n == 0 || n > INT_MAX ||
+	    (flags & ~BP_SUBMIT_NONBLOCK))
 		return -EINVAL;
 	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)

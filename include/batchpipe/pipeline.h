@@ -87,7 +87,8 @@ struct bp_pipeline_config {
 	void *log_ctx;
 };
 
-/* Fill *c with the defaults above (stage and sink left NULL). */
+/* Fill *c with the defaults above (stage and sink left NULL). NULL is
+ * ignored. */
 void bp_pipeline_config_init(struct bp_pipeline_config *c);
 
 /*
@@ -122,12 +123,12 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * accepted (1..n) or -EAGAIN. Any thread may submit; jobs of one thread
  * keep their order. Returns -EPIPE once drain or abort has begun, -EINTR
  * when a signal interrupted a sleep before any job was accepted, -EINVAL
- * before start, for n == 0, NULL jobs (or a NULL or odd job pointer) or an
- * unknown flag. From a stage or sink callback of this pipeline a blocking
- * submit that finds ingress full returns -EDEADLK (or the count accepted
- * before; logged) instead of waiting for room only its own thread could
- * make; BP_SUBMIT_NONBLOCK works there as anywhere. Jobs not counted in the
- * return value were not taken.
+ * before start, for n == 0 or n > INT_MAX, NULL jobs (or a NULL or odd job
+ * pointer) or an unknown flag. From a stage or sink callback of this
+ * pipeline a blocking submit that finds ingress full returns -EDEADLK (or
+ * the count accepted before; logged) instead of waiting for room only its
+ * own thread could make; BP_SUBMIT_NONBLOCK works there as anywhere. Jobs
+ * not counted in the return value were not taken.
  */
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns);
@@ -149,8 +150,8 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
  * threads at once, each with its own timeout: one joins the threads, the
  * others wait for it up to their deadlines, and one of them takes over if
  * it gives up. After a 0 return, bp_pipeline_stats() shows submitted ==
- * ok + failed + cancelled (a stage that lost jobs is logged then).
- * Application threads only.
+ * ok + failed + cancelled (a stage that lost jobs is logged then). Any
+ * thread but this pipeline's own.
  */
 int bp_pipeline_drain_timeout(struct bp_pipeline *p, int64_t timeout_ns);
 
@@ -168,7 +169,7 @@ int bp_pipeline_drain(struct bp_pipeline *p);
  * 10 s, as drain, while the stage still holds jobs). Returns 0 (also when
  * already stopped), -EDEADLK (logged) from a stage or sink callback of this
  * pipeline, -EINVAL for NULL. Also turns a drain running or timed out in
- * another thread into an abort. Application threads only.
+ * another thread into an abort. Any thread but this pipeline's own.
  */
 int bp_pipeline_abort(struct bp_pipeline *p);
 

@@ -1107,6 +1107,35 @@ static void test_stage_table_overwritten(void **unused)
 	assert_int_equal(pt_failures(), 0);
 }
 
+/* Other calls' bad input: -EINVAL or nothing, never a crash. */
+static void test_other_bad_input(void **unused)
+{
+	struct bp_pipeline_config c;
+	struct fix f;
+	struct tjob j[1];
+	struct bp_job *jp = &j[0].hdr;
+
+	(void)unused;
+	pt_watchdog_arm(60, "test_other_bad_input");
+	fix_init(&f);
+	tjobs_init(j, 1);
+	bp_pipeline_config_init(NULL);
+	base_config(&c, &f, &hold_stage);
+	make(&c, &f);
+	/* a count that cannot come back as an int; never read past jobs */
+	assert_int_equal(bp_pipeline_submit(f.p, &jp, 0x80000000u,
+					    BP_SUBMIT_NONBLOCK, 0),
+			 -EINVAL);
+	assert_int_equal(bp_pipeline_submit(f.p, &jp, 1, 0, -1), 1);
+	assert_int_equal(bp_pipeline_drain(f.p), 0);
+	assert_conservation(&f);
+	bp_pipeline_destroy(f.p);
+	assert_int_equal(bp_pipeline_drain(NULL), -EINVAL);
+	assert_int_equal(bp_pipeline_abort(NULL), -EINVAL);
+	bp_pipeline_destroy(NULL);
+	assert_int_equal(pt_failures(), 0);
+}
+
 /* ----------------------------------------- 5. live changes after a stop */
 
 static void assert_live_changes(struct bp_pipeline *p, int want)
@@ -1181,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(test_start_misuse),
 		cmocka_unit_test(test_stage_table_on_stack),
 		cmocka_unit_test(test_stage_table_overwritten),
+		cmocka_unit_test(test_other_bad_input),
 		cmocka_unit_test(test_live_after_stop),
 	};
 
