@@ -17,6 +17,7 @@
  * instead, because application threads are not RCU readers.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
+#include "self.h"
 #include "tsan.h"
 #include "wait_internal.h"
 
@@ -46,6 +48,8 @@ void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 
 void bp_pipeline_config_init(struct bp_pipeline_config *c)
 {
+	if (!c)
+		return;
 	memset(c, 0, sizeof(*c));
 	c->workers = 2;
 	c->ingress_capacity = 4096;
@@ -142,6 +146,10 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	if (!p)
 		return -ENOMEM;
 	p->cfg = *c;
+	/* the caller may free or reuse its table (a compound literal in a
+	 * helper's frame) once create returns */
+	p->stage = *c->stage;
+	p->cfg.stage = &p->stage;
 	p->nworkers = c->workers;
 	bp_waitq_init(&p->start_wq);
 	bp_waitq_init(&p->sink_wq);
@@ -300,9 +308,25 @@ int bp_pipeline_start(struct bp_pipeline *p)
 
 	if (!p)
 		return -EINVAL;
-	/* relaxed: start is called once, before any drain/abort (pipeline.h) */
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) != P_CREATED)
+	/*
+	 * relaxed: only the flag's own value matters; a second start (from
+	 * another thread, or from a stage init while the first waits for it)
+	 * must not start a second set of threads.
+	 */
+	if (atomic_exchange_explicit(&p->start_called, 1,
+				     memory_order_relaxed)) {
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_start: called twice (the first call "
+			"started or is starting the threads)");
 		return -EINVAL;
+	}
+	/* relaxed: start is called once, before any drain/abort (pipeline.h) */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) !=
+	    P_CREATED) {
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_start: the pipeline was already stopped");
+		return -EINVAL;
+	}
 	for (; started < p->nworkers; started++) {
 		struct bp_worker *w = &p->workers[started];
 
@@ -371,7 +395,9 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	int64_t now, deadline;
 	unsigned done = 0;
 
-	if (!p || !jobs || n == 0 || (flags & ~BP_SUBMIT_NONBLOCK))
+	/* n > INT_MAX: the count accepted would not fit the return value */
+	if (!p || !jobs || n == 0 || n > INT_MAX ||
+	    (flags & ~BP_SUBMIT_NONBLOCK))
 		return -EINVAL;
 	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)
@@ -408,6 +434,15 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 
 		if (deadline >= 0 && left <= 0)
 			return done ? (int)done : -ETIMEDOUT;
+		/* only the pipeline's own threads make room in ingress */
+		if (bpi_self_is(p)) {
+			bpi_log(p, BP_LOG_ERROR,
+				"bp_pipeline_submit: a blocking submit from a "
+				"stage or sink callback would wait for its own "
+				"thread (ingress is full; use "
+				"BP_SUBMIT_NONBLOCK)");
+			return done ? (int)done : -EDEADLK;
+		}
 		int rc = bpi_wait_loop(&p->cfg.producer_wait,
 				       bpi_ring_not_full(p->ingress),
 				       ingress_has_room, p->ingress, left);
@@ -421,81 +456,275 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 /* ----------------------------------------------------- drain, abort, destroy
  */
 
-/* Wake condition of a second stopper: the first one has finished. */
-static int stopped(void *arg)
+/*
+ * A stopper that waits without a limit (bp_pipeline_drain, destroy) says
+ * what it still waits for this often: a stage that never completes a job
+ * shows up in the log instead of as a silent hang.
+ */
+#define STALL_REPORT_NS INT64_C(10000000000)
+
+void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited)
+{
+	/* release: the stopper that sees it (acquire) joins, then may free */
+	atomic_store_explicit(exited, 1, memory_order_release);
+	bp_waitq_wake_all_slow(&p->stop_wq);
+}
+
+static bool worker_exited(const struct bp_worker *w)
+{
+	/* acquire: pairs with bpi_thread_exited's release */
+	return atomic_load_explicit(&w->exited, memory_order_acquire);
+}
+
+/* Wake condition of the joiner: every thread start() made has exited. */
+static int threads_exited(void *arg)
 {
 	struct bp_pipeline *p = arg;
 
-	/* acquire: pairs with the release that published P_STOPPED */
-	return atomic_load_explicit(&p->state, memory_order_acquire) ==
-	       P_STOPPED;
+	for (unsigned i = 0; i < p->nworkers; i++)
+		if (p->workers[i].thread_started &&
+		    !worker_exited(&p->workers[i]))
+			return 0;
+	/* acquire: pairs with bpi_thread_exited's release */
+	return !p->sink_started ||
+	       atomic_load_explicit(&p->sink_exited, memory_order_acquire);
 }
 
 /*
- * Drain or abort. The first caller to move the state out of RUNNING (or
- * CREATED) does the work; any other caller, from any thread, waits until
- * it is done. An abort during a drain still takes effect: workers check
- * the flag on every pass.
+ * Log what a stopper waits for: every worker still running with its
+ * counts, and the sink. Counters are snapshots of the threads' own stats.
  */
-static int stop(struct bp_pipeline *p, bool abort)
+static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
+			 const char *who, const char *what)
 {
-	int st = P_RUNNING;
+	uint64_t handed = 0, queued = 0, delivered, window;
 
-	if (abort)
-		/* release: workers that see it also see everything before */
-		atomic_store_explicit(&p->aborting, 1, memory_order_release);
-	/* acq_rel: one stopper wins; it sees what start() published */
-	if (!atomic_compare_exchange_strong_explicit(&p->state, &st, P_STOPPING,
-						     memory_order_acq_rel,
-						     memory_order_acquire)) {
-		if (st == P_CREATED &&
-		    atomic_compare_exchange_strong_explicit(
-			    &p->state, &st, P_STOPPED, memory_order_acq_rel,
-			    memory_order_acquire)) {
-			/* never started: nothing was submitted */
-			bp_ring_close(p->ingress);
-			bp_waitq_wake_all_slow(&p->stop_wq);
-			return 0;
-		}
-		if (st != P_STOPPED) {
-			/* another thread is stopping the pipeline: wait for it
-			 */
-			struct bp_wait_policy pol;
+	bpi_log(p, lvl, "%s: %s; intake is closed, still waiting for:", who,
+		what);
+	for (unsigned i = 0; i < p->nworkers; i++) {
+		struct bp_worker *w = &p->workers[i];
+		/* taken last: snapshots of a running worker only grow */
+		uint64_t h = stat_get(&w->st_handed),
+			 done = stat_get(&w->st_completed),
+			 taken = stat_get(&w->st_jobs);
 
-			bp_wait_policy_init(&pol);
-			while (bpi_wait_loop(&pol, &p->stop_wq, stopped, p,
-					     -1) < 0)
-				; /* -EINTR: a signal; wait again */
-		}
-		return 0;
+		handed += h;
+		queued += bp_ring_count(w->egress);
+		if (worker_exited(w))
+			continue;
+		bpi_log(p, lvl,
+			"%s: worker %u: took %llu jobs, completed %llu, handed "
+			"%llu to the sink: %llu still in the stage",
+			who, i, (unsigned long long)taken,
+			(unsigned long long)done, (unsigned long long)h,
+			(unsigned long long)(taken > done ? taken - done : 0));
 	}
-	bp_ring_close(p->ingress); /* producers get -EPIPE from here on */
+	/* acquire: pairs with bpi_thread_exited's release */
+	if (atomic_load_explicit(&p->sink_exited, memory_order_acquire))
+		return;
+	delivered = stat_get(&p->st_ok) + stat_get(&p->st_failed) +
+		    stat_get(&p->st_cancelled);
+	/* ordered: handed to the sink, neither queued nor delivered */
+	window = p->cfg.ordered && handed > queued + delivered
+			 ? handed - queued - delivered
+			 : 0;
+	bpi_log(p, lvl,
+		"%s: sink: %s: delivered %llu of %llu submitted, %llu queued "
+		"for it, %llu in its reorder window",
+		who, queued ? "behind" : "waiting for the workers",
+		(unsigned long long)delivered,
+		(unsigned long long)bpi_ring_enqueued(p->ingress),
+		(unsigned long long)queued, (unsigned long long)window);
+}
+
+/*
+ * Wait until every thread has exited (deadline < 0: without a limit,
+ * reporting every STALL_REPORT_NS), then join them: the joins return at
+ * once. Only the stopper holding p->joiner calls this. Returns 0 or
+ * -ETIMEDOUT (nothing joined, the threads keep running).
+ */
+static int join_threads(struct bp_pipeline *p, int64_t deadline,
+			const char *who)
+{
+	struct bp_wait_policy pol;
+
+	bp_wait_policy_init(&pol);
+	pol.strategy = BP_WAIT_SLEEP; /* cold path: sleep at once */
+	for (;;) {
+		int64_t left = STALL_REPORT_NS;
+
+		if (deadline >= 0 && deadline - bp_now_ns() < left)
+			left = deadline - bp_now_ns();
+		int rc = bpi_wait_loop(&pol, &p->stop_wq, threads_exited, p,
+				       left > 0 ? left : 0);
+
+		if (rc > 0)
+			break;
+		if (rc != -ETIMEDOUT)
+			continue; /* -EINTR: a signal; wait again */
+		if (deadline >= 0 && bp_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		report_stall(p, BP_LOG_WARN, who, "still stopping");
+	}
 	join_workers(p);
 	if (p->sink_started) {
 		pthread_join(p->sink_thread, NULL);
 		p->sink_started = false;
 	}
-	/* release: a waiting stopper sees the joined threads' work */
-	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
-	bp_waitq_wake_all_slow(&p->stop_wq);
 	return 0;
+}
+
+/* After the join: conservation must hold; say so loudly if it does not. */
+static void check_conservation(struct bp_pipeline *p, const char *who)
+{
+	struct bp_pipeline_stats s;
+
+	bp_pipeline_stats(p, &s);
+	if (s.submitted != s.ok + s.failed + s.cancelled)
+		bpi_log(p, BP_LOG_ERROR,
+			"%s: %llu jobs submitted but %llu delivered: the stage "
+			"lost jobs (a refused completion?)",
+			who, (unsigned long long)s.submitted,
+			(unsigned long long)(s.ok + s.failed + s.cancelled));
+}
+
+static bool stopped(struct bp_pipeline *p)
+{
+	/* acquire: pairs with the release that published P_STOPPED */
+	return atomic_load_explicit(&p->state, memory_order_acquire) ==
+	       P_STOPPED;
+}
+
+/* Wake condition of a stopper that is not the joiner. */
+static int stopped_or_unjoined(void *arg)
+{
+	struct bp_pipeline *p = arg;
+
+	if (stopped(p))
+		return 1;
+	/* acquire: pairs with a joiner's release of the token */
+	return atomic_load_explicit(&p->joiner, memory_order_acquire) == 0;
+}
+
+/*
+ * Drain or abort, waiting up to timeout_ns (< 0: no limit). The first
+ * caller to move the state out of RUNNING (or CREATED) closes intake.
+ * Joining is done by whichever caller holds the joiner token; the others
+ * wait for it, up to their own deadlines, and take the token over when a
+ * joiner gives up at its deadline. So a timed-out drain leaves the
+ * pipeline stopping, and any later drain, abort or destroy continues it.
+ * An abort during a drain still takes effect: workers check the flag on
+ * every pass.
+ */
+static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
+		const char *who)
+{
+	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
+	struct bp_wait_policy pol;
+	int st = P_RUNNING;
+
+	if (bpi_self_is(p)) {
+		bpi_log(p, BP_LOG_ERROR,
+			"%s: called from a stage or sink callback of this "
+			"pipeline: it would wait for its own thread",
+			who);
+		return -EDEADLK;
+	}
+	if (abort)
+		/* release: workers that see it also see everything before */
+		atomic_store_explicit(&p->aborting, 1, memory_order_release);
+	/* acq_rel: one stopper wins; it sees what start() published */
+	if (atomic_compare_exchange_strong_explicit(&p->state, &st, P_STOPPING,
+						    memory_order_acq_rel,
+						    memory_order_acquire)) {
+		/* producers get -EPIPE from here on */
+		bp_ring_close(p->ingress);
+	} else if (st == P_CREATED &&
+		   atomic_compare_exchange_strong_explicit(
+			   &p->state, &st, P_STOPPED, memory_order_acq_rel,
+			   memory_order_acquire)) {
+		/* never started: nothing was submitted */
+		bp_ring_close(p->ingress);
+		bp_waitq_wake_all_slow(&p->stop_wq);
+		return 0;
+	}
+	bp_wait_policy_init(&pol);
+	pol.strategy = BP_WAIT_SLEEP; /* cold path: sleep at once */
+	for (;;) {
+		int expect = 0, rc;
+
+		if (stopped(p))
+			return 0;
+		/* acquire: the previous joiner's joins and flags are visible */
+		if (atomic_compare_exchange_strong_explicit(
+			    &p->joiner, &expect, 1, memory_order_acquire,
+			    memory_order_relaxed)) {
+			rc = join_threads(p, deadline, who);
+			if (rc == 0) {
+				check_conservation(p, who);
+				/* release: a waiting stopper sees the joins */
+				atomic_store_explicit(&p->state, P_STOPPED,
+						      memory_order_release);
+			}
+			/* release: the next joiner sees what this one did */
+			atomic_store_explicit(&p->joiner, 0,
+					      memory_order_release);
+			bp_waitq_wake_all_slow(&p->stop_wq);
+			if (rc == 0)
+				return 0;
+			break;
+		}
+		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+
+		rc = bpi_wait_loop(&pol, &p->stop_wq, stopped_or_unjoined, p,
+				   deadline < 0 ? -1 : (left > 0 ? left : 0));
+		if (rc == -ETIMEDOUT)
+			break;
+		/* woken, or -EINTR: look again */
+	}
+	/* relaxed: destroy reads it later in this caller's program order */
+	atomic_store_explicit(&p->stop_gave_up, 1, memory_order_relaxed);
+	report_stall(p, BP_LOG_ERROR, who, "timed out");
+	return -ETIMEDOUT;
+}
+
+int bp_pipeline_drain_timeout(struct bp_pipeline *p, int64_t timeout_ns)
+{
+	return p ? stop(p, false, timeout_ns, "bp_pipeline_drain") : -EINVAL;
 }
 
 int bp_pipeline_drain(struct bp_pipeline *p)
 {
-	return p ? stop(p, false) : -EINVAL;
+	return bp_pipeline_drain_timeout(p, -1);
 }
 
 int bp_pipeline_abort(struct bp_pipeline *p)
 {
-	return p ? stop(p, true) : -EINVAL;
+	return p ? stop(p, true, -1, "bp_pipeline_abort") : -EINVAL;
 }
 
 void bp_pipeline_destroy(struct bp_pipeline *p)
 {
+	bool gave_up;
+
 	if (!p)
 		return;
-	stop(p, false);
+	if (bpi_self_is(p)) {
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_destroy: called from a stage or sink "
+			"callback of this pipeline: ignored, nothing freed");
+		return;
+	}
+	/* relaxed: set by a stopper that returned to this caller's program */
+	gave_up =
+		atomic_load_explicit(&p->stop_gave_up, memory_order_relaxed) &&
+		!stopped(p);
+	if (gave_up)
+		bpi_log(p, BP_LOG_WARN,
+			"bp_pipeline_destroy: a drain timed out before: "
+			"aborting, and waiting without a limit for the stage "
+			"to complete or cancel what it holds");
+	stop(p, gave_up, -1, "bp_pipeline_destroy");
 	free_pipeline(p);
 }
 
@@ -537,6 +766,27 @@ static int reconfigure(struct bp_pipeline *p,
 	return 0;
 }
 
+/*
+ * The checks every live change makes first. waits: the change waits for
+ * every worker (a grace period), which a worker must not do from its own
+ * callback: it would go on using the configuration it may free.
+ */
+static int live_change_check(struct bp_pipeline *p, bool waits, const char *who)
+{
+	/* relaxed: a change racing with a stop may go either way; one made
+	 * after drain or abort returned sees it */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) >= P_STOPPING)
+		return -EPIPE;
+	if (waits && bpi_self_is(p)) {
+		bpi_log(p, BP_LOG_ERROR,
+			"%s: called from a stage or sink callback of this "
+			"pipeline: it would wait for the workers",
+			who);
+		return -EDEADLK;
+	}
+	return 0;
+}
+
 static void edit_batch(struct live_cfg *c, const void *arg)
 {
 	c->max_batch = *(const unsigned *)arg;
@@ -554,10 +804,22 @@ static void edit_ctx(struct live_cfg *c, const void *arg)
 
 int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 {
-	if (!p || max_batch < 1 || max_batch > BP_MAX_BATCH ||
-	    max_batch > p->cfg.max_inflight)
+	if (!p)
 		return -EINVAL;
-	int rc = reconfigure(p, edit_batch, &max_batch);
+	if (max_batch < 1 || max_batch > BP_MAX_BATCH ||
+	    max_batch > p->cfg.max_inflight) {
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_set_max_batch: %u is outside 1..%u",
+			max_batch,
+			p->cfg.max_inflight < BP_MAX_BATCH ? p->cfg.max_inflight
+							   : BP_MAX_BATCH);
+		return -EINVAL;
+	}
+	int rc = live_change_check(p, true, "bp_pipeline_set_max_batch");
+
+	if (rc)
+		return rc;
+	rc = reconfigure(p, edit_batch, &max_batch);
 
 	if (rc == 0)
 		/* relaxed: producers pick it up on their next call */
@@ -570,6 +832,10 @@ int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)
 {
 	if (!p)
 		return -EINVAL;
+	int rc = live_change_check(p, false, "bp_pipeline_set_flush_deadline");
+
+	if (rc)
+		return rc;
 	/* relaxed: producers pick it up on their next call */
 	atomic_store_explicit(&p->live_flush_ns, ns, memory_order_relaxed);
 	return 0;
@@ -578,14 +844,23 @@ int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)
 int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 				const struct bp_wait_policy *w)
 {
-	if (!p || bp_wait_policy_check(w))
+	if (!p)
 		return -EINVAL;
-	return reconfigure(p, edit_wait, w);
+	if (bp_wait_policy_check(w)) {
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_set_worker_wait: NULL or unknown policy");
+		return -EINVAL;
+	}
+	int rc = live_change_check(p, true, "bp_pipeline_set_worker_wait");
+
+	return rc ? rc : reconfigure(p, edit_wait, w);
 }
 
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
 {
 	if (!p)
 		return -EINVAL;
-	return reconfigure(p, edit_ctx, &ctx);
+	int rc = live_change_check(p, true, "bp_pipeline_set_stage_ctx");
+
+	return rc ? rc : reconfigure(p, edit_ctx, &ctx);
 }

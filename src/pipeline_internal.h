@@ -47,6 +47,9 @@ struct bp_worker {
 	/* statistics: written by this worker only */
 	bp_counter st_batches, st_jobs;
 	bp_counter st_batch_hist[BP_BATCH_BUCKETS];
+	/* what a stopper that gives up reports: jobs completed, handed off */
+	bp_counter st_completed, st_handed;
+	_Atomic int exited; /* 1: the thread is done with the pipeline */
 
 	/* ordered mode: jobs of this worker the sink has delivered (sink
 	 * writes) */
@@ -61,8 +64,10 @@ enum pipeline_state {
 };
 
 struct bp_pipeline {
-	struct bp_pipeline_config cfg; /* validated copy; worker_cpus -> cpus */
+	/* validated copy; worker_cpus -> cpus, stage -> &stage */
+	struct bp_pipeline_config cfg;
 	int *cpus;
+	struct bp_stage stage; /* the caller's table may go after create */
 	struct bp_ring *ingress;
 	struct bp_worker *workers;
 	unsigned nworkers;
@@ -80,11 +85,15 @@ struct bp_pipeline {
 	_Atomic int start_go; /* 1: run, -1: start failed, exit */
 	_Atomic unsigned inits_done;
 	struct bp_waitq start_wq;
-	struct bp_waitq stop_wq; /* second stoppers wait here */
+	struct bp_waitq stop_wq; /* stoppers wait here, for threads or others */
+	_Atomic int start_called; /* one bp_pipeline_start, ever */
+	_Atomic int joiner;	  /* 1: a stopper is joining the threads */
+	_Atomic int stop_gave_up; /* a drain or abort returned -ETIMEDOUT */
 
 	/* sink */
 	pthread_t sink_thread;
 	bool sink_started;
+	_Atomic int sink_exited; /* 1: the sink is done with the pipeline */
 	struct bp_waitq sink_wq; /* the sink sleeps here; workers wake it */
 	struct bp_waitq
 		progress_wq;	/* workers held back by the sink sleep here */
@@ -103,6 +112,12 @@ void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
+
+/*
+ * The last thing a worker or the sink does: set its exited flag and wake
+ * the stoppers, which may then join it and free the pipeline.
+ */
+void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited);
 
 /* Latency bucket of a duration in ns: 4 buckets per power of two. */
 static inline unsigned bpi_lat_bucket(uint64_t ns)

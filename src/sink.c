@@ -19,6 +19,7 @@
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
+#include "self.h"
 #include "wait_internal.h"
 
 #define SINK_BATCH 256
@@ -72,6 +73,23 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 }
 
 /*
+ * A job whose seq is already in the window, or behind next_seq (delivered),
+ * is one a stage completed twice: the worker's counts cannot see a repeat
+ * while the stage holds other jobs. It is not delivered again; its worker
+ * is credited as for a delivery, since the worker counted it handed.
+ */
+static void __attribute__((noinline, cold))
+refuse_repeat(struct bp_pipeline *p, const struct bp_job *j, unsigned worker,
+	      uint64_t *credit)
+{
+	bpi_log(p, BP_LOG_ERROR,
+		"sink: job seq %llu from worker %u was completed twice: "
+		"not delivered again",
+		(unsigned long long)j->seq, worker);
+	credit[worker]++;
+}
+
+/*
  * Ordered mode: file jobs into the window, then deliver the run that starts
  * at next_seq, crediting each job's worker once per batch.
  */
@@ -90,8 +108,13 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 	for (unsigned i = 0; i < n; i++)
 		__builtin_prefetch(jobs[i], 0, 3);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t at = jobs[i]->seq & mask;
+		uint64_t seq = jobs[i]->seq, at = seq & mask;
 
+		/* every seq in flight is in [next, next + window size) */
+		if (((seq - next) & SEQ_MASK) > mask || window[at]) {
+			refuse_repeat(p, jobs[i], worker, credit);
+			continue;
+		}
 		window[at] = jobs[i];
 		p->window_worker[at] = worker; /* whom to credit on delivery */
 	}
@@ -163,6 +186,7 @@ void *bpi_sink_main(void *arg)
 	bool *ended = p->sink_ended;
 	unsigned open = p->nworkers;
 
+	bpi_self_set(p);
 	while (open > 0) {
 		unsigned progress = 0;
 
@@ -195,5 +219,6 @@ void *bpi_sink_main(void *arg)
 			bpi_wait_loop(&pol, &p->sink_wq, sink_has_work, p, -1);
 		}
 	}
+	bpi_thread_exited(p, &p->sink_exited);
 	return NULL;
 }

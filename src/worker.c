@@ -18,6 +18,7 @@
  * it keeps polling the stage, yielding the CPU between passes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
 
@@ -25,17 +26,18 @@
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
+#include "self.h"
 #include "tsan.h"
 #include "wait_internal.h"
 
 unsigned bp_worker_id(const struct bp_worker *w)
 {
-	return w->id;
+	return w ? w->id : UINT_MAX;
 }
 
 void *bp_worker_stage_ctx(const struct bp_worker *w)
 {
-	return w->cfg->stage_ctx;
+	return w ? w->cfg->stage_ctx : NULL;
 }
 
 static inline uint64_t credited(const struct bp_worker *w)
@@ -49,7 +51,7 @@ static inline uint64_t credited(const struct bp_worker *w)
 
 unsigned bp_worker_inflight(const struct bp_worker *w)
 {
-	return (unsigned)(w->taken - credited(w));
+	return w ? (unsigned)(w->taken - credited(w)) : 0;
 }
 
 /* Completed jobs not yet handed to the sink: done[dhead..dend). */
@@ -58,8 +60,41 @@ static inline unsigned pending(const struct bp_worker *w)
 	return w->dend - w->dhead;
 }
 
-void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+/* Jobs in the stage: taken, and neither completed nor handed off. */
+static inline uint64_t in_stage(const struct bp_worker *w)
 {
+	return w->taken - w->handed - pending(w);
+}
+
+/*
+ * A completion that would complete more jobs than the stage holds, or a
+ * NULL or odd job pointer (the egress ring does not check items again),
+ * is refused whole: accepting part of it could hand the sink a job twice,
+ * and the counts that find the overrun cannot tell which jobs are the
+ * repeated ones.
+ */
+static int __attribute__((noinline, cold))
+refuse(struct bp_worker *w, unsigned n, const char *why)
+{
+	bpi_log(w->p, BP_LOG_ERROR,
+		"worker %u: bp_worker_complete of %u jobs refused, none "
+		"accepted: %s (the stage holds %llu)",
+		w->id, n, why, (unsigned long long)in_stage(w));
+	return -EINVAL;
+}
+
+int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+{
+	uintptr_t bad = 0;
+
+	if (!w)
+		return -EINVAL;
+	if (!jobs && n)
+		return refuse(w, n, "NULL jobs");
+	if (n > in_stage(w))
+		return refuse(w, n,
+			      "more than the stage holds (a job "
+			      "completed twice, or another worker's)");
 	/* done has room for every job the worker may hold (max_inflight) */
 	if (w->dend + n > w->done_cap && w->dhead) {
 		/* the sink fell behind mid-run: slide what is left down */
@@ -68,13 +103,17 @@ void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		w->dend -= w->dhead;
 		w->dhead = 0;
 	}
-	if (w->dend + n > w->done_cap) {
-		bpi_log(w->p, BP_LOG_ERROR,
-			"worker %u: more completions than jobs taken", w->id);
-		n = w->done_cap - w->dend;
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_job *j = jobs[i];
+
+		bad |= ((uintptr_t)j & 1) | (j == NULL);
+		w->done[w->dend + i] = j;
 	}
-	memcpy(&w->done[w->dend], jobs, n * sizeof(*jobs));
+	if (bad)
+		return refuse(w, n, "a NULL or odd job pointer");
 	w->dend += n;
+	stat_add(&w->st_completed, n);
+	return (int)n;
 }
 
 /*
@@ -95,6 +134,7 @@ static unsigned hand_off(struct bp_worker *w)
 	if (w->dhead == w->dend)
 		w->dhead = w->dend = 0;
 	w->handed += (uint64_t)n;
+	stat_add(&w->st_handed, (uint64_t)n);
 	bp_waitq_wake_all(&w->p->sink_wq);
 	return (unsigned)n;
 }
@@ -244,6 +284,7 @@ void *bpi_worker_main(void *arg)
 	bool eos = false;
 	int rc = 0;
 
+	bpi_self_set(p);
 	urcu_qsbr_register_thread();
 	w->cfg = rcu_dereference(p->live);
 	bp_tsan_acquire(w->cfg);
@@ -310,5 +351,6 @@ out:
 	bp_waitq_wake_all_slow(&p->sink_wq);
 	bp_tsan_release(w);
 	urcu_qsbr_unregister_thread();
+	bpi_thread_exited(p, &w->exited);
 	return NULL;
 }

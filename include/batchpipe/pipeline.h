@@ -13,10 +13,12 @@
  * sees jobs in submission order. No lock is taken on the way.
  *
  * Lifecycle: bp_pipeline_config_init -> bp_pipeline_create -> start ->
- * bp_pipeline_submit ... -> bp_pipeline_drain (finish everything) or
- * bp_pipeline_abort (cancel what has not started) -> bp_pipeline_destroy.
- * Submits after drain or abort fail with -EPIPE; destroy on a running
- * pipeline drains first.
+ * bp_pipeline_submit ... -> bp_pipeline_drain (finish everything; with
+ * bp_pipeline_drain_timeout, up to a deadline) or bp_pipeline_abort (cancel
+ * what has not started) -> bp_pipeline_destroy. Submits and live changes
+ * after drain or abort began fail with -EPIPE; destroy on a running
+ * pipeline drains first. Calls that would wait for the pipeline's own
+ * threads fail with -EDEADLK when made from a stage or sink callback.
  *
  * Errors are negative errno values (bp_strerror()); the library never
  * prints, aborts or exits: it reports through the optional log callback.
@@ -84,23 +86,28 @@ struct bp_pipeline_config {
 	void *log_ctx;
 };
 
-/* Fill *c with the defaults above (stage and sink left NULL). */
+/* Fill *c with the defaults above (stage and sink left NULL). NULL is
+ * ignored. */
 void bp_pipeline_config_init(struct bp_pipeline_config *c);
 
 /*
  * Validate *c and build a pipeline (rings, threads not yet started).
  * Returns 0 and *pp, -EINVAL (the log callback, if any, says which field),
- * -ENOMEM. Nothing is left allocated on failure. *c may be freed afterwards
- * (worker_cpus is copied).
+ * -ENOMEM. Nothing is left allocated on failure. *c may be freed afterwards:
+ * worker_cpus and the stage table (*c->stage) are copied, so a stage table
+ * built on the caller's stack is fine. What the table points to (its name,
+ * stage_ctx) must stay valid while the pipeline exists.
  */
 int bp_pipeline_create(const struct bp_pipeline_config *c,
 		       struct bp_pipeline **pp);
 
 /*
  * Start the workers (running stage init) and the sink. Returns 0, -EINVAL
- * (already started, or stopped), a stage init error or a thread-creation
- * error; on failure nothing is left running and the pipeline can only be
- * destroyed. Call it once, from one thread, before any drain or abort.
+ * (NULL; a second call, also one made while the first runs, from another
+ * thread or a stage init; or already stopped: each logged), a stage init
+ * error or a thread-creation error; on failure nothing is left running and
+ * the pipeline can only be destroyed. Call it once, from an application
+ * thread, before any drain or abort.
  */
 int bp_pipeline_start(struct bp_pipeline *p);
 
@@ -115,40 +122,77 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * accepted (1..n) or -EAGAIN. Any thread may submit; jobs of one thread
  * keep their order. Returns -EPIPE once drain or abort has begun, -EINTR
  * when a signal interrupted a sleep before any job was accepted, -EINVAL
- * before start, for n == 0, NULL jobs (or a NULL or odd job pointer) or an
- * unknown flag. Jobs not counted in the return value were not taken.
+ * before start, for n == 0 or n > INT_MAX, NULL jobs (or a NULL or odd job
+ * pointer) or an unknown flag. From a stage or sink callback of this
+ * pipeline a blocking submit that finds ingress full returns -EDEADLK (or
+ * the count accepted before; logged) instead of waiting for room only its
+ * own thread could make; BP_SUBMIT_NONBLOCK works there as anywhere. Jobs
+ * not counted in the return value were not taken.
  */
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns);
 
 /*
  * Stop intake, let the workers finish every job, deliver everything, join
- * the threads. Returns 0 (also when already drained/aborted). May be
- * called from several threads: the first does the work, the others return
- * when it is done. After it, bp_pipeline_stats() shows submitted == ok +
- * failed + cancelled.
+ * the threads, waiting up to timeout_ns (< 0: no limit). Returns 0 once
+ * every job was delivered and the threads joined (also when already
+ * drained or aborted, or never started); -ETIMEDOUT at the deadline, after
+ * logging (BP_LOG_ERROR) which workers still hold how many jobs (taken,
+ * completed, handed to the sink) and whether the sink is behind; -EDEADLK
+ * (logged) from a stage or sink callback of this pipeline, which would wait
+ * for its own thread; -EINVAL for NULL.
+ *
+ * After -ETIMEDOUT the pipeline keeps stopping (intake stays closed, the
+ * threads keep running): call drain or drain_timeout again to keep
+ * waiting, bp_pipeline_abort to have the stage cancel what it holds, or
+ * bp_pipeline_destroy (which then aborts). May be called from several
+ * threads at once, each with its own timeout: one joins the threads, the
+ * others wait for it up to their deadlines, and one of them takes over if
+ * it gives up. After a 0 return, bp_pipeline_stats() shows submitted ==
+ * ok + failed + cancelled (a stage that lost jobs is logged then). Any
+ * thread but this pipeline's own.
+ */
+int bp_pipeline_drain_timeout(struct bp_pipeline *p, int64_t timeout_ns);
+
+/*
+ * bp_pipeline_drain_timeout(p, -1): returns 0, -EDEADLK or -EINVAL. While
+ * it waits for a stage that does not complete its jobs it logs what it
+ * waits for every 10 s (BP_LOG_WARN) rather than hang silently.
  */
 int bp_pipeline_drain(struct bp_pipeline *p);
 
 /*
  * Stop intake; jobs not yet taken by a worker reach the sink as
  * BP_JOB_CANCELLED; in-flight jobs finish or are cancelled through the
- * stage's cancel callback; join the threads. Returns 0. Also turns a drain
- * running in another thread into an abort.
+ * stage's cancel callback; join the threads, without a limit (logging every
+ * 10 s, as drain, while the stage still holds jobs). Returns 0 (also when
+ * already stopped), -EDEADLK (logged) from a stage or sink callback of this
+ * pipeline, -EINVAL for NULL. Also turns a drain running or timed out in
+ * another thread into an abort. Any thread but this pipeline's own.
  */
 int bp_pipeline_abort(struct bp_pipeline *p);
 
-/* Drain if running, then free everything. NULL is accepted. No other call
- * on the pipeline may be running or follow. */
+/*
+ * Drain if running (abort instead if a drain timed out and the pipeline has
+ * not stopped since), then free everything. It never frees what a running
+ * thread uses: it waits without a limit for the threads (logging every
+ * 10 s what it waits for), so a stage that neither completes nor cancels
+ * its jobs blocks it for ever. NULL is accepted. From a stage or sink
+ * callback of this pipeline it logs an error and does nothing. No other
+ * call on the pipeline may be running or follow.
+ */
 void bp_pipeline_destroy(struct bp_pipeline *p);
 
 /* ------------------------------------------------------- live changes */
 /*
  * These take effect while the pipeline runs, without stopping workers:
  * workers read the configuration through RCU and pay one load per pass.
- * Each returns 0, -EINVAL for an out-of-range value (max_batch: 1 ..
- * min(BP_MAX_BATCH, max_inflight)), or -ENOMEM. They may be called from
- * any thread but not from a stage or sink callback.
+ * Each returns 0, -EINVAL for NULL p or an out-of-range value (max_batch:
+ * 1 .. min(BP_MAX_BATCH, max_inflight); logged), -EPIPE once drain or abort
+ * has begun, or -ENOMEM. They may be called from any thread before or
+ * after start. All but set_flush_deadline wait for every worker (an RCU
+ * grace period), so from a stage or sink callback of this pipeline they
+ * return -EDEADLK (logged); set_flush_deadline works there too.
  */
 int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch);
 int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns);

@@ -65,23 +65,37 @@ struct bp_stage {
 /*
  * Complete n jobs (their status already set): they go to the sink with the
  * worker's next hand-off. Only from the worker's own thread (inside a stage
- * callback). Each job must be one this worker took and has not completed.
+ * callback, fini excepted). Each job must be one this worker took and has
+ * not completed.
+ *
+ * Returns n: every job was accepted. Returns -EINVAL (logged, naming the
+ * worker) and accepts none of the n, which stay the stage's as before the
+ * call, when n is more than the jobs the stage holds (taken and not yet
+ * completed: a job completed twice, or another worker's), when a job
+ * pointer is NULL or odd, or jobs is NULL with n > 0; -EINVAL without a log
+ * for a NULL w. The check counts jobs: a job completed twice while the
+ * stage still holds as many others is accepted; with ordered output the
+ * sink then refuses the repeat (logged, not delivered again), without it
+ * the sink gets the job twice. Either way a later completion overruns and
+ * is refused (logged), and a drain that finds jobs lost logs that too.
  */
-void bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n);
+int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n);
 
-/* This worker's index, 0 .. workers-1. */
+/* This worker's index, 0 .. workers-1 (UINT_MAX for NULL). Any callback. */
 unsigned bp_worker_id(const struct bp_worker *w);
 
 /*
  * The stage context pointer as currently configured (bp_pipeline_config's
  * stage_ctx, replaced live by bp_pipeline_set_stage_ctx). Stable for the
- * duration of one callback.
+ * duration of one callback. Only from the worker's own thread; NULL for a
+ * NULL w.
  */
 void *bp_worker_stage_ctx(const struct bp_worker *w);
 
 /*
  * Jobs this worker holds against its max_inflight: taken and not yet handed
- * to the sink (with ordered output: not yet delivered by the sink).
+ * to the sink (with ordered output: not yet delivered by the sink). Only
+ * from the worker's own thread; 0 for a NULL w.
  */
 unsigned bp_worker_inflight(const struct bp_worker *w);
 
