@@ -143,10 +143,10 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		return -ENOMEM;
 	p->cfg = *c;
 	p->nworkers = c->workers;
-	bp_waitq_init(&p->start_wq);
-	bp_waitq_init(&p->sink_wq);
-	bp_waitq_init(&p->stop_wq);
-	bp_waitq_init(&p->progress_wq);
+	bpi_waitq_init(&p->start_wq);
+	bpi_waitq_init(&p->sink_wq);
+	bpi_waitq_init(&p->stop_wq);
+	bpi_waitq_init(&p->progress_wq);
 	/*
 	 * Workers, the sink and blocked producers go to sleep and wake up
 	 * often (more so with more workers than cores): on these queues the
@@ -155,8 +155,8 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 * 2 cores: 21-26 -> 31-38 M jobs/s at B=32 (interleaved A/B), 2 workers
 	 * within noise (41-44 vs 44-47).
 	 */
-	bp_waitq_set_waker_fences(&p->sink_wq);
-	bp_waitq_set_waker_fences(&p->progress_wq);
+	bpi_waitq_set_waker_fences(&p->sink_wq);
+	bpi_waitq_set_waker_fences(&p->progress_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;
@@ -179,15 +179,15 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
 	if (rc)
 		goto fail;
-	bp_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
+	bpi_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
 	/*
 	 * Idle workers are interchangeable: a publication wakes one, and a
 	 * worker that leaves ready jobs behind wakes the next (take_batch).
 	 * Waking them all made a herd: with 16 sleeping workers on 2 cores
 	 * every batch woke 16 threads and 15 went back to sleep.
 	 */
-	bp_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
-	bp_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
+	bpi_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
+	bpi_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
 	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
 				       BP_FALSE_SHARING);
 	if (!p->workers) {
@@ -338,7 +338,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	}
 	/* release: workers see everything start() did before go */
 	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);
-	bp_waitq_wake_all_slow(&p->start_wq);
+	bpi_waitq_wake_all_slow(&p->start_wq);
 	if (rc) {
 		bp_ring_close(p->ingress); /* no submit may slip in */
 		join_workers(p);
@@ -454,7 +454,7 @@ static int stop(struct bp_pipeline *p, bool abort)
 			    memory_order_acquire)) {
 			/* never started: nothing was submitted */
 			bp_ring_close(p->ingress);
-			bp_waitq_wake_all_slow(&p->stop_wq);
+			bpi_waitq_wake_all_slow(&p->stop_wq);
 			return 0;
 		}
 		if (st != P_STOPPED) {
@@ -477,7 +477,7 @@ static int stop(struct bp_pipeline *p, bool abort)
 	}
 	/* release: a waiting stopper sees the joined threads' work */
 	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
-	bp_waitq_wake_all_slow(&p->stop_wq);
+	bpi_waitq_wake_all_slow(&p->stop_wq);
 	return 0;
 }
 

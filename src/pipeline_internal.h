@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "counter.h"
+#include "waitq.h"
 
 /* What workers read each pass through RCU (QSBR): replaced, never changed. */
 struct live_cfg {
@@ -79,14 +80,14 @@ struct bp_pipeline {
 	_Atomic int aborting;
 	_Atomic int start_go; /* 1: run, -1: start failed, exit */
 	_Atomic unsigned inits_done;
-	struct bp_waitq start_wq;
-	struct bp_waitq stop_wq; /* second stoppers wait here */
+	struct bpi_waitq start_wq;
+	struct bpi_waitq stop_wq; /* second stoppers wait here */
 
 	/* sink */
 	pthread_t sink_thread;
 	bool sink_started;
-	struct bp_waitq sink_wq; /* the sink sleeps here; workers wake it */
-	struct bp_waitq
+	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
+	struct bpi_waitq
 		progress_wq;	/* workers held back by the sink sleep here */
 	bool *sink_ended;	/* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */

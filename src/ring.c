@@ -137,8 +137,8 @@ struct bp_ring {
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t hwm;
 
 	/* sleepers: each waitq is read by the side that wakes it */
-	alignas(BP_FALSE_SHARING) struct bp_waitq not_empty;
-	alignas(BP_FALSE_SHARING) struct bp_waitq not_full;
+	alignas(BP_FALSE_SHARING) struct bpi_waitq not_empty;
+	alignas(BP_FALSE_SHARING) struct bpi_waitq not_full;
 
 	alignas(BP_FALSE_SHARING) uintptr_t slot_storage[];
 };
@@ -191,8 +191,8 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	atomic_init(&r->prod_cons_cache, start << 1);
 	atomic_init(&r->cons_head, start << 1);
 	atomic_init(&r->hwm, 0);
-	bp_waitq_init(&r->not_empty);
-	bp_waitq_init(&r->not_full);
+	bpi_waitq_init(&r->not_empty);
+	bpi_waitq_init(&r->not_full);
 	{
 		struct bp_wait_policy p;
 
@@ -523,7 +523,7 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 	publish(r, pos, items, (unsigned)k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, (unsigned)k);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
 	return k;
 }
 
@@ -722,7 +722,7 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
 	if (k > 0)
-		bp_waitq_wake(&r->not_full);
+		bpi_waitq_wake(&r->not_full);
 	return k;
 }
 
@@ -834,8 +834,8 @@ int bp_ring_close(struct bp_ring *r)
 {
 	/* release: a consumer that sees the bit sees the final position */
 	atomic_fetch_or_explicit(&r->prod_head, CLOSED, memory_order_release);
-	bp_waitq_wake_all_slow(&r->not_empty);
-	bp_waitq_wake_all_slow(&r->not_full);
+	bpi_waitq_wake_all_slow(&r->not_empty);
+	bpi_waitq_wake_all_slow(&r->not_full);
 	return 0;
 }
 
@@ -929,7 +929,7 @@ int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
 		return 0;
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, zc->pos, zc->count);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
 	zc->count = 0;
 	zc->put = 0;
 	return 0;
@@ -978,17 +978,17 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 	/* release: our in-place reads before any producer's overwrite (2) */
 	atomic_store_explicit(&r->cons_head, (zc->pos + m) << 1,
 			      memory_order_release);
-	bp_waitq_wake(&r->not_full);
+	bpi_waitq_wake(&r->not_full);
 	zc->count = 0;
 	return 0;
 }
 
-struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r)
+struct bpi_waitq *bpi_ring_not_empty(struct bp_ring *r)
 {
 	return &r->not_empty;
 }
 
-struct bp_waitq *bpi_ring_not_full(struct bp_ring *r)
+struct bpi_waitq *bpi_ring_not_full(struct bp_ring *r)
 {
 	return &r->not_full;
 }
@@ -1012,5 +1012,5 @@ void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 	publish(r, pos, items, k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, k);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
 }

@@ -25,8 +25,9 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
  * own (the pipeline): not-empty is woken by every enqueue and by close,
  * not-full by every dequeue and by close.
  */
-struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r);
-struct bp_waitq *bpi_ring_not_full(struct bp_ring *r);
+struct bpi_waitq;
+struct bpi_waitq *bpi_ring_not_empty(struct bp_ring *r);
+struct bpi_waitq *bpi_ring_not_full(struct bp_ring *r);
 
 /*
  * The two halves of an enqueue, for callers that must stamp items with

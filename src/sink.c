@@ -183,7 +183,7 @@ void *bpi_sink_main(void *arg)
 					deliver(p, buf, (unsigned)n);
 				/* room in egress, maybe credit: one load if
 				 * no worker waits for it */
-				bp_waitq_wake_all(&p->progress_wq);
+				bpi_waitq_wake_all(&p->progress_wq);
 			} else if (n == -EPIPE) {
 				ended[i] = true;
 				open--;

@@ -95,7 +95,7 @@ static unsigned hand_off(struct bp_worker *w)
 	if (w->dhead == w->dend)
 		w->dhead = w->dend = 0;
 	w->handed += (uint64_t)n;
-	bp_waitq_wake_all(&w->p->sink_wq);
+	bpi_waitq_wake_all(&w->p->sink_wq);
 	return (unsigned)n;
 }
 
@@ -136,7 +136,7 @@ static inline void pass_wake_on(struct bp_worker *w)
 	struct bp_ring *in = w->p->ingress;
 
 	w->pass_on = false;
-	bp_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
+	bpi_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
 }
 
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
@@ -192,7 +192,7 @@ static int sink_made_progress(void *arg)
 static void idle(struct bp_worker *w, bool eos)
 {
 	struct bp_wait_policy pol = w->cfg->worker_wait;
-	struct bp_waitq *q = bpi_ring_not_empty(w->p->ingress);
+	struct bpi_waitq *q = bpi_ring_not_empty(w->p->ingress);
 	int (*ready)(void *) = worker_has_work;
 
 	if (w->taken != w->handed + pending(w)) {
@@ -252,7 +252,7 @@ void *bpi_worker_main(void *arg)
 	/* release: start() reads the result after seeing inits_done */
 	atomic_store_explicit(&w->init_rc, rc, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->inits_done, 1, memory_order_release);
-	bp_waitq_wake_all_slow(&p->start_wq);
+	bpi_waitq_wake_all_slow(&p->start_wq);
 	bp_tsan_release(w);
 	urcu_qsbr_thread_offline();
 	int go = wait_go(p);
@@ -291,7 +291,7 @@ void *bpi_worker_main(void *arg)
 				 * publication after close may have woken only
 				 * this one while others sleep.
 				 */
-				bp_waitq_wake_all_slow(
+				bpi_waitq_wake_all_slow(
 					bpi_ring_not_empty(p->ingress));
 			}
 		}
@@ -307,7 +307,7 @@ out:
 		st->fini(w->state, w);
 	/* this worker is its egress ring's only producer: it ends the stream */
 	bp_ring_close(w->egress);
-	bp_waitq_wake_all_slow(&p->sink_wq);
+	bpi_waitq_wake_all_slow(&p->sink_wq);
 	bp_tsan_release(w);
 	urcu_qsbr_unregister_thread();
 	return NULL;

@@ -18,6 +18,7 @@
 
 #include <batchpipe/batchpipe.h>
 #include "src/ring_internal.h"
+#include "src/waitq.h"
 
 #include "bp_test.h"
 
@@ -1144,52 +1145,52 @@ static void test_strerror_extremes(void **state)
  */
 static void test_waitq(void **state)
 {
-	struct bp_waitq q;
+	struct bpi_waitq q;
 	uint32_t key, seq0;
 	int64_t t0;
 
 	(void)state;
 	memset(&q, 0, sizeof(q));
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
-	bp_waitq_init(&q);
+	bpi_waitq_init(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 	seq0 = atomic_load(&q.seq);
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	assert_int_equal(atomic_load(&q.seq), seq0);
 
 	bpt_watchdog_arm(60, "test_waitq");
 	/* Stale key: a wake came between prepare and sleep. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 1);
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	t0 = bpt_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key, -1), 0);
+	assert_int_equal(bpi_waitq_sleep(&q, key, -1), 0);
 	assert_true(bpt_now_ns() - t0 < 2000 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 
 	/* A key that never matched, with a deadline: still at once. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	t0 = bpt_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key + 1, bp_now_ns() + 5000 * MS),
+	assert_int_equal(bpi_waitq_sleep(&q, key + 1, bp_now_ns() + 5000 * MS),
 			 0);
 	assert_true(bpt_now_ns() - t0 < 2000 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 
 	/* Deadline in the past. */
-	key = bp_waitq_prepare(&q);
-	assert_int_equal(bp_waitq_sleep(&q, key, bp_now_ns() - 1), -ETIMEDOUT);
-	assert_int_equal(bp_waitq_sleep(&q, key, 0), -ETIMEDOUT);
-	bp_waitq_cancel(&q);
+	key = bpi_waitq_prepare(&q);
+	assert_int_equal(bpi_waitq_sleep(&q, key, bp_now_ns() - 1), -ETIMEDOUT);
+	assert_int_equal(bpi_waitq_sleep(&q, key, 0), -ETIMEDOUT);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 
 	/* A short real sleep ends at its deadline. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	t0 = bp_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key, t0 + 10 * MS), -ETIMEDOUT);
+	assert_int_equal(bpi_waitq_sleep(&q, key, t0 + 10 * MS), -ETIMEDOUT);
 	assert_true(bp_now_ns() - t0 >= 10 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 	bpt_watchdog_arm(BPT_TSAN ? 600 : 90,
 			 "test_ring_unit (see the last RUN line)");
@@ -1206,7 +1207,7 @@ static void test_waitq(void **state)
 #define W1_THREADS 4
 
 struct w1 {
-	struct bp_waitq q;
+	struct bpi_waitq q;
 	atomic_int tokens, taken, woke, stop;
 };
 
@@ -1228,17 +1229,17 @@ static void *w1_main(void *arg)
 		if (t > 0 && atomic_compare_exchange_strong(&s->tokens, &t,
 							    t - 1)) {
 			atomic_fetch_add(&s->taken, 1);
-			bp_waitq_pass_on(&s->q, w1_more, s);
+			bpi_waitq_pass_on(&s->q, w1_more, s);
 			continue;
 		}
-		uint32_t key = bp_waitq_prepare(&s->q);
+		uint32_t key = bpi_waitq_prepare(&s->q);
 
 		if (atomic_load(&s->tokens) > 0 || atomic_load(&s->stop)) {
-			bp_waitq_cancel(&s->q);
+			bpi_waitq_cancel(&s->q);
 			continue;
 		}
-		bp_waitq_sleep(&s->q, key, -1);
-		bp_waitq_cancel(&s->q);
+		bpi_waitq_sleep(&s->q, key, -1);
+		bpi_waitq_cancel(&s->q);
 		atomic_fetch_add(&s->woke, 1);
 	}
 	return NULL;
@@ -1265,15 +1266,15 @@ static void test_waitq_wake_one(void **state)
 
 	(void)state;
 	assert_non_null(s);
-	bp_waitq_init(&s->q);
-	bp_waitq_set_wake_one(&s->q);
+	bpi_waitq_init(&s->q);
+	bpi_waitq_set_wake_one(&s->q);
 	bpt_watchdog_arm(BPT_TSAN ? 600 : 90, "test_waitq_wake_one");
 	for (int i = 0; i < W1_THREADS; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, w1_main, s), 0);
 	w1_settle(s);
 
 	atomic_store(&s->tokens, 1);
-	bp_waitq_wake(&s->q);
+	bpi_waitq_wake(&s->q);
 	while (atomic_load(&s->taken) != 1)
 		bpt_sleep_ms(1);
 	w1_settle(s);
@@ -1282,7 +1283,7 @@ static void test_waitq_wake_one(void **state)
 
 	/* many tokens, one wake: the woken thread takes or passes them on */
 	atomic_store(&s->tokens, 100);
-	bp_waitq_wake(&s->q);
+	bpi_waitq_wake(&s->q);
 	while (atomic_load(&s->taken) != 101)
 		bpt_sleep_ms(1);
 	w1_settle(s);
@@ -1290,7 +1291,7 @@ static void test_waitq_wake_one(void **state)
 	/* disarmed with everyone asleep: wake_all must still reach them */
 	atomic_fetch_and(&s->q.seq, ~1u);
 	atomic_store(&s->stop, 1);
-	bp_waitq_wake_all(&s->q);
+	bpi_waitq_wake_all(&s->q);
 	for (int i = 0; i < W1_THREADS; i++)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 	assert_int_equal(atomic_load(&s->tokens), 0);
