@@ -15,7 +15,11 @@
 
 #include "alloc.h"
 #include "counter.h"
+#include "ring_internal.h"
 #include "waitq.h"
+
+/* The pipeline's seqs are ingress positions: they wrap with them. */
+#define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /* What workers read each pass through RCU (QSBR): replaced, never changed. */
 struct live_cfg {

@@ -17,8 +17,6 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 
 /* Largest position value + 1: positions wrap modulo this. */
 #define BPI_RING_POS_SPACE (UINT64_C(1) << 63)
-/* The pipeline's seqs are ingress positions. */
-#define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /*
  * The eventcounts of a ring, for callers that wait on conditions of their
