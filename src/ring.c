@@ -512,9 +512,13 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 			*freep = bp_ring_free_count(r);
 		return n == 0 ? 0 : -EINVAL;
 	}
-	/* more than a ring's worth never goes in: check only what could */
-	if (unlikely(n > r->capacity) && !bulk)
+	if (unlikely(n > r->capacity)) {
+		/* a bulk that big can never fit: retrying would spin forever */
+		if (bulk)
+			return -EINVAL;
+		/* more than a ring's worth never goes in: check what could */
 		n = r->capacity;
+	}
 	if (unlikely(bad_items(items, n)))
 		return -EINVAL;
 	k = reserve(r, n, bulk, &pos, freep);
@@ -671,11 +675,12 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 	unsigned k;
 
 	if (unlikely(n > r->capacity)) {
-		/* a scan covers at most one lap; bulk can never be satisfied */
+		/* bulk can never be satisfied: retrying would spin forever */
 		if (bulk) {
 			*chp = ch;
-			return empty_or_eos(r, ch, n);
+			return -EINVAL;
 		}
+		/* a scan covers at most one lap */
 		n = r->capacity;
 	}
 
@@ -903,6 +908,8 @@ static int enq_zc_start(struct bp_ring *r, unsigned n, bool bulk,
 	zc->put = 0;
 	if (n == 0)
 		return 0;
+	if (bulk && n > r->capacity)
+		return -EINVAL; /* could never be reserved */
 	k = reserve(r, n, bulk, &pos, NULL);
 	if (k > 0)
 		zc_describe(r, pos, (unsigned)k, zc);

@@ -251,19 +251,14 @@ static void test_bulk_burst(void **state)
 	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 4, &fs), 0);
 	assert_int_equal(fs, 3);
 	check_occupancy(r, 5);
-	/* Bulk larger than the whole ring: nothing, not an error. */
-	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 9, NULL), 0);
+	/* Bulk larger than the whole ring: never fits (test_bulk_too_big). */
+	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 9, NULL), -EINVAL);
 	/* Burst of 4 with 3 free: 3. */
 	fs = 12345;
 	assert_int_equal(bp_ring_enqueue_burst(r, v + 5, 4, &fs), 3);
 	assert_int_equal(fs, 0);
 	check_occupancy(r, 8);
 
-	/* Dequeue bulk of more than is there: nothing. */
-	av = 12345;
-	assert_int_equal(bp_ring_dequeue_bulk(r, out, 9, &av), 0);
-	assert_true(av <= 8);
-	check_occupancy(r, 8);
 	av = 12345;
 	assert_int_equal(bp_ring_dequeue_bulk(r, out, 3, &av), 3);
 	assert_true(av <= 5);
@@ -362,6 +357,43 @@ static void test_invalid_args(void **state)
 	check_seq(out, 2, 0);
 	assert_int_equal(bp_ring_enqueue_burst_wait(r, v, 9, -1), 8);
 	assert_int_equal(bp_ring_dequeue_bulk_wait(r, out, 8, -1), 8);
+	check_seq(out, 8, 0);
+	bp_ring_destroy(r);
+}
+
+/*
+ * A bulk operation for more than the capacity can never succeed: every
+ * non-blocking flavour says so with -EINVAL (as the blocking ones do)
+ * instead of 0, which a caller would retry forever. Nothing moves, on an
+ * empty, a full and a closed ring; n == capacity still works.
+ */
+static void test_bulk_too_big(void **state)
+{
+	unsigned mode = mode_of(state);
+	struct bp_ring *r = ring_new(8, mode);
+	struct bp_ring_zc zc;
+	void *v[9], *out[9];
+	unsigned fs = 12345, av = 12345;
+
+	fill_seq(v, 9, 0);
+	for (int round = 0; round < 3; round++) {
+		/* round 0: empty; 1: full; 2: full and closed */
+		assert_int_equal(bp_ring_enqueue_bulk(r, v, 9, &fs), -EINVAL);
+		assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, 9, &zc),
+				 -EINVAL);
+		assert_int_equal(bp_ring_dequeue_bulk(r, out, 9, &av), -EINVAL);
+		if (mode & BP_RING_SC)
+			assert_int_equal(
+				bp_ring_dequeue_zc_bulk_start(r, 9, &zc),
+				-EINVAL);
+		check_occupancy(r, round ? 8 : 0);
+		if (round == 0)
+			assert_int_equal(bp_ring_enqueue_bulk(r, v, 8, NULL),
+					 8);
+		if (round == 1)
+			assert_int_equal(bp_ring_close(r), 0);
+	}
+	assert_int_equal(bp_ring_dequeue_bulk(r, out, 8, NULL), 8);
 	check_seq(out, 8, 0);
 	bp_ring_destroy(r);
 }
@@ -658,7 +690,10 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 			unsigned room = cap - count;
 			int bulk = (op & 1) != 0;
 
-			want = bulk ? (n <= room ? (int)n : 0)
+			/* a bulk of more than cap can never fit: -EINVAL */
+			want = bulk ? (n > cap	   ? -EINVAL
+				       : n <= room ? (int)n
+						   : 0)
 				    : (int)(n < room ? n : room);
 			if (op >= 2) {
 				got = zc_enqueue(r, bulk, n, in);
@@ -667,18 +702,20 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 				got = bulk ? bp_ring_enqueue_bulk(r, v, n, &fs)
 					   : bp_ring_enqueue_burst(r, v, n,
 								   &fs);
-				if (n > 0)
+				if (n > 0 && got >= 0)
 					assert_true(
 						fs <=
 						room - (unsigned)(got > 0 ? got
 									  : 0));
 			}
 			assert_int_equal(got, want);
-			in += (unsigned)got;
+			in += (unsigned)(got > 0 ? got : 0);
 		} else {
 			int bulk = (op & 1) != 0;
 
-			want = bulk ? (n <= count ? (int)n : 0)
+			want = bulk ? (n > cap	    ? -EINVAL
+				       : n <= count ? (int)n
+						    : 0)
 				    : (int)(n < count ? n : count);
 			if (op >= 2 && sc) {
 				struct bp_ring_zc zc;
@@ -708,6 +745,7 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 					   : bp_ring_dequeue_burst(r, out, n,
 								   &av);
 				assert_int_equal(got, want);
+				got = got > 0 ? got : 0;
 				check_seq(out, (unsigned)got, outn);
 				if (n > 0)
 					assert_true(av <=
@@ -1226,8 +1264,8 @@ static void *w1_main(void *arg)
 	while (!atomic_load(&s->stop)) {
 		int t = atomic_load(&s->tokens);
 
-		if (t > 0 && atomic_compare_exchange_strong(&s->tokens, &t,
-							    t - 1)) {
+		if (t > 0 &&
+		    atomic_compare_exchange_strong(&s->tokens, &t, t - 1)) {
 			atomic_fetch_add(&s->taken, 1);
 			bpi_waitq_pass_on(&s->q, w1_more, s);
 			continue;
@@ -1322,6 +1360,7 @@ int main(void)
 		MODE_TESTS(test_bulk_burst),
 		MODE_TESTS(test_odd_item),
 		MODE_TESTS(test_invalid_args),
+		MODE_TESTS(test_bulk_too_big),
 		MODE_TESTS(test_zc_producer),
 		MODE_TESTS(test_zc_producer_finish),
 		MODE_TESTS(test_available_counts_reserved),

@@ -75,15 +75,22 @@ unsigned bp_ring_capacity(const struct bp_ring *r);
 unsigned bp_ring_flags(const struct bp_ring *r);
 
 /*
- * Non-blocking operations. `items` may be NULL only when n is 0.
+ * Non-blocking operations. `items` may be NULL only when n is 0. Any
+ * thread may call them, within the ring's mode (SP: one producer thread at
+ * a time; SC: one consumer thread at a time).
  * enqueue: returns the count enqueued (bulk: n or 0), -EPIPE if closed,
- *          -EINVAL if an item has bit 0 set. *free_space (if not NULL) gets
- *          the free room left after the operation, as seen by this thread.
- * dequeue: returns the count dequeued (bulk: n or 0), or -EPIPE at end of
+ *          -EINVAL if an item has bit 0 set, items is NULL with n > 0, or
+ *          (bulk) n is greater than the capacity: such a bulk could never
+ *          fit, and a caller retrying on 0 would spin forever. A burst of
+ *          more than the capacity takes what fits. *free_space (if not
+ *          NULL) gets the free room left after the operation, as seen by
+ *          this thread (not set on -EINVAL).
+ * dequeue: returns the count dequeued (bulk: n or 0), -EPIPE at end of
  *          stream (closed and empty; for bulk: closed and fewer than n left,
- *          the rest can still be taken with a burst). *available (if not
- *          NULL) gets the number of items left after it, as seen by
- *          this thread (a snapshot).
+ *          the rest can still be taken with a burst), or -EINVAL (items
+ *          NULL with n > 0; bulk: n greater than the capacity, as for
+ *          enqueue). *available (if not NULL) gets the number of items left
+ *          after it, as seen by this thread (a snapshot).
  */
 int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
 			 unsigned *free_space);
@@ -151,8 +158,11 @@ long bp_ring_high_water(const struct bp_ring *r);
  * bp_ring_zc_get(), then bp_ring_dequeue_zc_finish(r, zc, m) releases the
  * first m <= k of them; the others stay at the head of the ring.
  *
- * Returns: start as the non-blocking operations (-EPIPE, count);
- * finish: 0, or -EINVAL (m > k, or an enqueue reservation not fully put).
+ * Returns: start as the non-blocking operations (count, -EPIPE, and
+ * -EINVAL for zc NULL or a bulk start of more than the capacity);
+ * finish: 0, or -EINVAL (zc NULL, m > k, or an enqueue reservation not
+ * fully put). Consumer-side calls on a multi-consumer ring: -EOPNOTSUPP.
+ * Same threads as the copying calls of that side.
  */
 struct bp_ring_zc {
 	uintptr_t *slot[2]; /* the reserved slots: slot[0][0..n[0]), then
