@@ -146,7 +146,6 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
 	bpi_waitq_init(&p->stop_wq);
-	bpi_waitq_init(&p->progress_wq);
 	/*
 	 * Workers, the sink and blocked producers go to sleep and wake up
 	 * often (more so with more workers than cores): on these queues the
@@ -156,7 +155,6 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 * within noise (41-44 vs 44-47).
 	 */
 	bpi_waitq_set_waker_fences(&p->sink_wq);
-	bpi_waitq_set_waker_fences(&p->progress_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;
@@ -202,6 +200,9 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
 					  : -1;
 		w->done_cap = c->max_inflight;
+		bpi_waitq_init(&w->progress);
+		/* the worker sleeps and wakes per sink batch: as sink_wq */
+		bpi_waitq_set_waker_fences(&w->progress);
 		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
 		w->done = malloc(c->max_inflight * sizeof(*w->done));
 		rc = bp_ring_create(c->egress_capacity,

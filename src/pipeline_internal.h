@@ -56,6 +56,13 @@ struct bp_worker {
 	/* ordered mode: jobs of this worker the sink has delivered (sink
 	 * writes) */
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t delivered;
+	/*
+	 * This worker sleeps here while the sink holds it back (egress full,
+	 * or no ordered credit); the sink wakes it after taking from its
+	 * egress ring or crediting it, and nobody else. Next to delivered:
+	 * the sink reads it right after writing that line.
+	 */
+	struct bpi_waitq progress;
 };
 
 enum pipeline_state {
@@ -91,8 +98,6 @@ struct bp_pipeline {
 	pthread_t sink_thread;
 	bool sink_started;
 	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
-	struct bpi_waitq
-		progress_wq;	/* workers held back by the sink sleep here */
 	bool *sink_ended;	/* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
 	struct bp_job **window; /* ordered mode: reorder window, by seq */

@@ -14,8 +14,11 @@
  *
  * A worker with nothing to do and nothing in flight waits on the ingress
  * ring's eventcount as its wait policy says, offline for RCU meanwhile (a
- * sleeping worker must not hold up a reconfiguration). With jobs in flight
- * it keeps polling the stage, yielding the CPU between passes.
+ * sleeping worker must not hold up a reconfiguration). A worker held back
+ * by the sink (egress full, or no ordered credit) waits the same way on
+ * its own progress queue, which only the sink wakes, and only for it
+ * (docs/wakeup.md). With jobs in flight it keeps polling the stage,
+ * yielding the CPU between passes.
  */
 #include <errno.h>
 #include <sched.h>
@@ -178,7 +181,8 @@ static int worker_has_work(void *arg)
 
 /*
  * Wake condition of a worker held back by the sink: room in its egress
- * ring for the jobs it holds, or (ordered mode) credit to take more.
+ * ring for the jobs it holds, or (ordered mode) credit to take more. The
+ * sink changes both, and wakes w->progress after each (sink.c).
  */
 static int sink_made_progress(void *arg)
 {
@@ -202,7 +206,7 @@ static void idle(struct bp_worker *w, bool eos)
 	}
 	if (pending(w) || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
 		/* held back by the sink: wait for it as the policy says */
-		q = &w->p->progress_wq;
+		q = &w->progress;
 		ready = sink_made_progress;
 	} else if (eos) {
 		return; /* nothing held, stream ended: the loop exits */
