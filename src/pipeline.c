@@ -205,9 +205,15 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		bpi_waitq_set_waker_fences(&w->progress);
 		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
 		w->done = malloc(c->max_inflight * sizeof(*w->done));
-		rc = bp_ring_create(c->egress_capacity,
-				    BP_RING_SP | BP_RING_SC | BP_RING_HWM,
-				    &w->egress);
+		/*
+		 * Quiet: the sink sleeps on sink_wq and the worker on its
+		 * progress queue, never on the ring's own queues, so hand-off
+		 * and take use the calls without wake checks.
+		 */
+		rc = bpi_ring_create_at(c->egress_capacity,
+					BP_RING_SP | BP_RING_SC | BP_RING_HWM |
+						BPI_RING_QUIET,
+					0, &w->egress);
 		if (rc || !w->buf || !w->done) {
 			rc = rc ? rc : -ENOMEM;
 			goto fail;

@@ -59,9 +59,18 @@
  *
  * WAITING
  *
- * Blocking calls use the eventcount of wait.h: every successful enqueue
- * checks the not-empty eventcount, every dequeue the not-full one; with no
- * sleeper that is one load of a read-shared line and no fence.
+ * Blocking calls sleep on the ring's two eventcounts (src/waitq.h): every
+ * successful enqueue checks not-empty, every dequeue not-full. On a queue
+ * in its default mode, with no sleeper, that is one load of a read-shared
+ * line and no fence: the sleepers pay with a membarrier. A queue set to
+ * waker fences (the pipeline's ingress) costs the waker a full fence per
+ * check instead, and so does every queue of a process without membarrier.
+ * The pipeline's egress rings skip both checks: their users sleep on
+ * queues of their own, so the worker publishes with
+ * bpi_ring_publish_quiet() and the sink takes with
+ * bpi_ring_dequeue_burst_quiet(), and the rings are created
+ * BPI_RING_QUIET so that no blocking call can sleep on them unwoken.
+ * docs/wakeup.md has the whole protocol.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -78,6 +87,7 @@
 #include "wait_internal.h"
 
 #define CLOSED		 UINT64_C(1)
+#define PUBLIC_FLAGS	 (BP_RING_SP | BP_RING_SC | BP_RING_HWM)
 #define BP_ALWAYS_INLINE inline __attribute__((always_inline))
 #define likely(x)	 __builtin_expect(!!(x), 1)
 #define unlikely(x)	 __builtin_expect(!!(x), 0)
@@ -162,7 +172,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 
 	pthread_once(&wide_once, pick_wide);
 	if (!ringp || capacity == 0 || capacity > BP_RING_MAX_CAPACITY ||
-	    (flags & ~(BP_RING_SP | BP_RING_SC | BP_RING_HWM)))
+	    (flags & ~(PUBLIC_FLAGS | BPI_RING_QUIET)))
 		return -EINVAL;
 	while (cap < capacity) {
 		cap <<= 1;
@@ -207,6 +217,8 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 
 int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp)
 {
+	if (flags & ~PUBLIC_FLAGS)
+		return -EINVAL;
 	return bpi_ring_create_at(capacity, flags, 0, ringp);
 }
 
@@ -223,7 +235,7 @@ unsigned bp_ring_capacity(const struct bp_ring *r)
 
 unsigned bp_ring_flags(const struct bp_ring *r)
 {
-	return r->flags;
+	return r->flags & PUBLIC_FLAGS;
 }
 
 /* --------------------------------------------------------------- enqueue */
@@ -712,8 +724,9 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 	return (int)k;
 }
 
+/* wake: false only for the quiet entry point (bpi_ring_dequeue_burst_quiet) */
 static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
-				    bool bulk, unsigned *availp)
+				    bool bulk, unsigned *availp, bool wake)
 {
 	uint64_t ch;
 	int k;
@@ -726,7 +739,7 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	k = take(r, items, n, bulk, true, &ch);
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
-	if (k > 0)
+	if (wake && k > 0)
 		bpi_waitq_wake(&r->not_full);
 	return k;
 }
@@ -734,13 +747,13 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 int bp_ring_dequeue_bulk(struct bp_ring *r, void **items, unsigned n,
 			 unsigned *available)
 {
-	return dequeue(r, items, n, true, available);
+	return dequeue(r, items, n, true, available, true);
 }
 
 int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
 			  unsigned *available)
 {
-	return dequeue(r, items, n, false, available);
+	return dequeue(r, items, n, false, available, true);
 }
 
 /* -------------------------------------------------------------- blocking */
@@ -763,7 +776,7 @@ static int try_dequeue(void *arg)
 {
 	struct op *op = arg;
 
-	return dequeue(op->r, op->items, op->n, op->bulk, NULL);
+	return dequeue(op->r, op->items, op->n, op->bulk, NULL, true);
 }
 
 static void policy_of(const struct bp_ring *r, struct bp_wait_policy *p)
@@ -787,6 +800,8 @@ static int wait_op(struct bp_ring *r, void **items, unsigned n, bool bulk,
 		return 0;
 	if (!items || (bulk && n > r->capacity))
 		return -EINVAL;
+	if (r->flags & BPI_RING_QUIET)
+		return -EOPNOTSUPP; /* nobody would wake us */
 	rc = enq ? try_enqueue(&op) : try_dequeue(&op);
 	if (rc != 0)
 		return rc;
@@ -1020,4 +1035,17 @@ void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, k);
 	bpi_waitq_wake(&r->not_empty);
+}
+
+void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
+			    unsigned k)
+{
+	publish(r, pos, items, k);
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r, pos, k);
+}
+
+int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
+{
+	return dequeue(r, items, n, false, NULL, false);
 }

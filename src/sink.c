@@ -189,9 +189,9 @@ void *bpi_sink_main(void *arg)
 
 			if (ended[i])
 				continue;
-			n = bp_ring_dequeue_burst(p->workers[i].egress,
-						  (void **)buf, SINK_BATCH,
-						  NULL);
+			/* quiet: the worker sleeps on its progress queue */
+			n = bpi_ring_dequeue_burst_quiet(
+				p->workers[i].egress, (void **)buf, SINK_BATCH);
 			if (n > 0) {
 				bool woke = false;
 

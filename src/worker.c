@@ -92,8 +92,10 @@ static unsigned hand_off(struct bp_worker *w)
 
 	if (n <= 0)
 		return 0; /* egress full: the sink is behind, retry next pass */
-	bpi_ring_publish(w->egress, pos, (void *const *)(w->done + w->dhead),
-			 (unsigned)n);
+	/* quiet: the sink sleeps on sink_wq, woken below */
+	bpi_ring_publish_quiet(w->egress, pos,
+			       (void *const *)(w->done + w->dhead),
+			       (unsigned)n);
 	w->dhead += (unsigned)n;
 	if (w->dhead == w->dend)
 		w->dhead = w->dend = 0;

@@ -398,6 +398,72 @@ static void test_bulk_too_big(void **state)
 	bp_ring_destroy(r);
 }
 
+/*
+ * The quiet calls leave the ring's eventcounts alone even with a sleeper
+ * announced on them (the plain calls disarm and bump the word, waking
+ * it); on a BPI_RING_QUIET ring blocking calls refuse with -EOPNOTSUPP
+ * instead of sleeping where a quiet call would not wake them, close still
+ * wakes, and the flag is private: bp_ring_create refuses it and
+ * bp_ring_flags hides it.
+ */
+static void test_quiet(void **state)
+{
+	struct bp_ring *r;
+	void *v[2], *out[2];
+
+	(void)state;
+	fill_seq(v, 2, 0);
+	r = NULL;
+	assert_int_equal(bp_ring_create(8, BPI_RING_QUIET, &r), -EINVAL);
+	assert_null(r);
+	for (int quiet = 0; quiet < 2; quiet++) {
+		unsigned flags = BP_RING_SP | BP_RING_SC | BP_RING_HWM |
+				 (quiet ? BPI_RING_QUIET : 0);
+		struct bpi_waitq *ne, *nf;
+		uint32_t kne, knf;
+
+		r = ring_new_at(8, flags, 0);
+		assert_int_equal(bp_ring_flags(r),
+				 BP_RING_SP | BP_RING_SC | BP_RING_HWM);
+		ne = bpi_ring_not_empty(r);
+		nf = bpi_ring_not_full(r);
+		/* announce a sleeper on each, as bpi_wait_loop does */
+		kne = bpi_waitq_prepare(ne);
+		knf = bpi_waitq_prepare(nf);
+		if (quiet) {
+			uint64_t pos;
+
+			assert_int_equal(bpi_ring_reserve_burst(r, 2, &pos), 2);
+			bpi_ring_publish_quiet(r, pos, v, 2);
+			assert_int_equal(
+				bpi_ring_dequeue_burst_quiet(r, out, 2), 2);
+		} else {
+			assert_int_equal(bp_ring_enqueue_burst(r, v, 2, NULL),
+					 2);
+			assert_int_equal(bp_ring_dequeue_burst(r, out, 2, NULL),
+					 2);
+		}
+		check_seq(out, 2, 0);
+		/* the key still matches: the word was not woken */
+		assert_int_equal(atomic_load(&ne->seq) == kne, quiet);
+		assert_int_equal(atomic_load(&nf->seq) == knf, quiet);
+		if (quiet) {
+			assert_int_equal(
+				bp_ring_enqueue_burst_wait(r, v, 1, -1),
+				-EOPNOTSUPP);
+			assert_int_equal(
+				bp_ring_dequeue_bulk_wait(r, out, 1, 0),
+				-EOPNOTSUPP);
+			assert_int_equal(bp_ring_close(r), 0);
+			assert_true(atomic_load(&ne->seq) != kne);
+			assert_true(atomic_load(&nf->seq) != knf);
+		}
+		bpi_waitq_cancel(ne);
+		bpi_waitq_cancel(nf);
+		bp_ring_destroy(r);
+	}
+}
+
 /* ---------------------------------------------------- zero-copy producer */
 
 /*
@@ -1361,6 +1427,7 @@ int main(void)
 		MODE_TESTS(test_odd_item),
 		MODE_TESTS(test_invalid_args),
 		MODE_TESTS(test_bulk_too_big),
+		cmocka_unit_test(test_quiet),
 		MODE_TESTS(test_zc_producer),
 		MODE_TESTS(test_zc_producer_finish),
 		MODE_TESTS(test_available_counts_reserved),
