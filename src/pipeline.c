@@ -151,10 +151,9 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	p->stage = *c->stage;
 	p->cfg.stage = &p->stage;
 	p->nworkers = c->workers;
-	bp_waitq_init(&p->start_wq);
-	bp_waitq_init(&p->sink_wq);
-	bp_waitq_init(&p->stop_wq);
-	bp_waitq_init(&p->progress_wq);
+	bpi_waitq_init(&p->start_wq);
+	bpi_waitq_init(&p->sink_wq);
+	bpi_waitq_init(&p->stop_wq);
 	/*
 	 * Workers, the sink and blocked producers go to sleep and wake up
 	 * often (more so with more workers than cores): on these queues the
@@ -163,8 +162,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 * 2 cores: 21-26 -> 31-38 M jobs/s at B=32 (interleaved A/B), 2 workers
 	 * within noise (41-44 vs 44-47).
 	 */
-	bp_waitq_set_waker_fences(&p->sink_wq);
-	bp_waitq_set_waker_fences(&p->progress_wq);
+	bpi_waitq_set_waker_fences(&p->sink_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
 	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
 	rc = -ENOMEM;
@@ -187,15 +185,15 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
 	if (rc)
 		goto fail;
-	bp_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
+	bpi_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
 	/*
 	 * Idle workers are interchangeable: a publication wakes one, and a
 	 * worker that leaves ready jobs behind wakes the next (take_batch).
 	 * Waking them all made a herd: with 16 sleeping workers on 2 cores
 	 * every batch woke 16 threads and 15 went back to sleep.
 	 */
-	bp_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
-	bp_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
+	bpi_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
+	bpi_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
 	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
 				       BP_FALSE_SHARING);
 	if (!p->workers) {
@@ -210,11 +208,20 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
 					  : -1;
 		w->done_cap = c->max_inflight;
+		bpi_waitq_init(&w->progress);
+		/* the worker sleeps and wakes per sink batch: as sink_wq */
+		bpi_waitq_set_waker_fences(&w->progress);
 		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
 		w->done = malloc(c->max_inflight * sizeof(*w->done));
-		rc = bp_ring_create(c->egress_capacity,
-				    BP_RING_SP | BP_RING_SC | BP_RING_HWM,
-				    &w->egress);
+		/*
+		 * Quiet: the sink sleeps on sink_wq and the worker on its
+		 * progress queue, never on the ring's own queues, so hand-off
+		 * and take use the calls without wake checks.
+		 */
+		rc = bpi_ring_create_at(c->egress_capacity,
+					BP_RING_SP | BP_RING_SC | BP_RING_HWM |
+						BPI_RING_QUIET,
+					0, &w->egress);
 		if (rc || !w->buf || !w->done) {
 			rc = rc ? rc : -ENOMEM;
 			goto fail;
@@ -362,7 +369,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	}
 	/* release: workers see everything start() did before go */
 	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);
-	bp_waitq_wake_all_slow(&p->start_wq);
+	bpi_waitq_wake_all_slow(&p->start_wq);
 	if (rc) {
 		bp_ring_close(p->ingress); /* no submit may slip in */
 		join_workers(p);
@@ -467,7 +474,7 @@ void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited)
 {
 	/* release: the stopper that sees it (acquire) joins, then may free */
 	atomic_store_explicit(exited, 1, memory_order_release);
-	bp_waitq_wake_all_slow(&p->stop_wq);
+	bpi_waitq_wake_all_slow(&p->stop_wq);
 }
 
 static bool worker_exited(const struct bp_worker *w)
@@ -645,7 +652,7 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 			   memory_order_acquire)) {
 		/* never started: nothing was submitted */
 		bp_ring_close(p->ingress);
-		bp_waitq_wake_all_slow(&p->stop_wq);
+		bpi_waitq_wake_all_slow(&p->stop_wq);
 		return 0;
 	}
 	bp_wait_policy_init(&pol);
@@ -669,7 +676,7 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 			/* release: the next joiner sees what this one did */
 			atomic_store_explicit(&p->joiner, 0,
 					      memory_order_release);
-			bp_waitq_wake_all_slow(&p->stop_wq);
+			bpi_waitq_wake_all_slow(&p->stop_wq);
 			if (rc == 0)
 				return 0;
 			break;

@@ -15,6 +15,11 @@
 
 #include "alloc.h"
 #include "counter.h"
+#include "ring_internal.h"
+#include "waitq.h"
+
+/* The pipeline's seqs are ingress positions: they wrap with them. */
+#define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /* What workers read each pass through RCU (QSBR): replaced, never changed. */
 struct live_cfg {
@@ -54,6 +59,13 @@ struct bp_worker {
 	/* ordered mode: jobs of this worker the sink has delivered (sink
 	 * writes) */
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t delivered;
+	/*
+	 * This worker sleeps here while the sink holds it back (egress full,
+	 * or no ordered credit); the sink wakes it after taking from its
+	 * egress ring or crediting it, and nobody else. Next to delivered:
+	 * the sink reads it right after writing that line.
+	 */
+	struct bpi_waitq progress;
 };
 
 enum pipeline_state {
@@ -84,8 +96,8 @@ struct bp_pipeline {
 	_Atomic int aborting;
 	_Atomic int start_go; /* 1: run, -1: start failed, exit */
 	_Atomic unsigned inits_done;
-	struct bp_waitq start_wq;
-	struct bp_waitq stop_wq; /* stoppers wait here, for threads or others */
+	struct bpi_waitq start_wq;
+	struct bpi_waitq stop_wq; /* stoppers wait here, for threads or others */
 	_Atomic int start_called; /* one bp_pipeline_start, ever */
 	_Atomic int joiner;	  /* 1: a stopper is joining the threads */
 	_Atomic int stop_gave_up; /* a drain or abort returned -ETIMEDOUT */
@@ -94,9 +106,7 @@ struct bp_pipeline {
 	pthread_t sink_thread;
 	bool sink_started;
 	_Atomic int sink_exited; /* 1: the sink is done with the pipeline */
-	struct bp_waitq sink_wq; /* the sink sleeps here; workers wake it */
-	struct bp_waitq
-		progress_wq;	/* workers held back by the sink sleep here */
+	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
 	bool *sink_ended;	/* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
 	struct bp_job **window; /* ordered mode: reorder window, by seq */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <batchpipe/pipeline.h>
+#include <batchpipe/pool.h>
 #include <batchpipe/ring.h>
 
 #include "alloc.h"

@@ -59,9 +59,18 @@
  *
  * WAITING
  *
- * Blocking calls use the eventcount of wait.h: every successful enqueue
- * checks the not-empty eventcount, every dequeue the not-full one; with no
- * sleeper that is one load of a read-shared line and no fence.
+ * Blocking calls sleep on the ring's two eventcounts (src/waitq.h): every
+ * successful enqueue checks not-empty, every dequeue not-full. On a queue
+ * in its default mode, with no sleeper, that is one load of a read-shared
+ * line and no fence: the sleepers pay with a membarrier. A queue set to
+ * waker fences (the pipeline's ingress) costs the waker a full fence per
+ * check instead, and so does every queue of a process without membarrier.
+ * The pipeline's egress rings skip both checks: their users sleep on
+ * queues of their own, so the worker publishes with
+ * bpi_ring_publish_quiet() and the sink takes with
+ * bpi_ring_dequeue_burst_quiet(), and the rings are created
+ * BPI_RING_QUIET so that no blocking call can sleep on them unwoken.
+ * docs/wakeup.md has the whole protocol.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -78,6 +87,7 @@
 #include "wait_internal.h"
 
 #define CLOSED		 UINT64_C(1)
+#define PUBLIC_FLAGS	 (BP_RING_SP | BP_RING_SC | BP_RING_HWM)
 #define BP_ALWAYS_INLINE inline __attribute__((always_inline))
 #define likely(x)	 __builtin_expect(!!(x), 1)
 #define unlikely(x)	 __builtin_expect(!!(x), 0)
@@ -137,8 +147,8 @@ struct bp_ring {
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t hwm;
 
 	/* sleepers: each waitq is read by the side that wakes it */
-	alignas(BP_FALSE_SHARING) struct bp_waitq not_empty;
-	alignas(BP_FALSE_SHARING) struct bp_waitq not_full;
+	alignas(BP_FALSE_SHARING) struct bpi_waitq not_empty;
+	alignas(BP_FALSE_SHARING) struct bpi_waitq not_full;
 
 	alignas(BP_FALSE_SHARING) uintptr_t slot_storage[];
 };
@@ -162,7 +172,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 
 	pthread_once(&wide_once, pick_wide);
 	if (!ringp || capacity == 0 || capacity > BP_RING_MAX_CAPACITY ||
-	    (flags & ~(BP_RING_SP | BP_RING_SC | BP_RING_HWM)))
+	    (flags & ~(PUBLIC_FLAGS | BPI_RING_QUIET)))
 		return -EINVAL;
 	while (cap < capacity) {
 		cap <<= 1;
@@ -191,8 +201,8 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	atomic_init(&r->prod_cons_cache, start << 1);
 	atomic_init(&r->cons_head, start << 1);
 	atomic_init(&r->hwm, 0);
-	bp_waitq_init(&r->not_empty);
-	bp_waitq_init(&r->not_full);
+	bpi_waitq_init(&r->not_empty);
+	bpi_waitq_init(&r->not_full);
 	{
 		struct bp_wait_policy p;
 
@@ -207,6 +217,8 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 
 int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp)
 {
+	if (flags & ~PUBLIC_FLAGS)
+		return -EINVAL;
 	return bpi_ring_create_at(capacity, flags, 0, ringp);
 }
 
@@ -223,7 +235,7 @@ unsigned bp_ring_capacity(const struct bp_ring *r)
 
 unsigned bp_ring_flags(const struct bp_ring *r)
 {
-	return r->flags;
+	return r->flags & PUBLIC_FLAGS;
 }
 
 /* --------------------------------------------------------------- enqueue */
@@ -512,9 +524,13 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 			*freep = bp_ring_free_count(r);
 		return n == 0 ? 0 : -EINVAL;
 	}
-	/* more than a ring's worth never goes in: check only what could */
-	if (unlikely(n > r->capacity) && !bulk)
+	if (unlikely(n > r->capacity)) {
+		/* a bulk that big can never fit: retrying would spin forever */
+		if (bulk)
+			return -EINVAL;
+		/* more than a ring's worth never goes in: check what could */
 		n = r->capacity;
+	}
 	if (unlikely(bad_items(items, n)))
 		return -EINVAL;
 	k = reserve(r, n, bulk, &pos, freep);
@@ -523,7 +539,7 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 	publish(r, pos, items, (unsigned)k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, (unsigned)k);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
 	return k;
 }
 
@@ -671,11 +687,12 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 	unsigned k;
 
 	if (unlikely(n > r->capacity)) {
-		/* a scan covers at most one lap; bulk can never be satisfied */
+		/* bulk can never be satisfied: retrying would spin forever */
 		if (bulk) {
 			*chp = ch;
-			return empty_or_eos(r, ch, n);
+			return -EINVAL;
 		}
+		/* a scan covers at most one lap */
 		n = r->capacity;
 	}
 
@@ -707,8 +724,9 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 	return (int)k;
 }
 
+/* wake: false only for the quiet entry point (bpi_ring_dequeue_burst_quiet) */
 static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
-				    bool bulk, unsigned *availp)
+				    bool bulk, unsigned *availp, bool wake)
 {
 	uint64_t ch;
 	int k;
@@ -721,21 +739,21 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	k = take(r, items, n, bulk, true, &ch);
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
-	if (k > 0)
-		bp_waitq_wake(&r->not_full);
+	if (wake && k > 0)
+		bpi_waitq_wake(&r->not_full);
 	return k;
 }
 
 int bp_ring_dequeue_bulk(struct bp_ring *r, void **items, unsigned n,
 			 unsigned *available)
 {
-	return dequeue(r, items, n, true, available);
+	return dequeue(r, items, n, true, available, true);
 }
 
 int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
 			  unsigned *available)
 {
-	return dequeue(r, items, n, false, available);
+	return dequeue(r, items, n, false, available, true);
 }
 
 /* -------------------------------------------------------------- blocking */
@@ -758,7 +776,7 @@ static int try_dequeue(void *arg)
 {
 	struct op *op = arg;
 
-	return dequeue(op->r, op->items, op->n, op->bulk, NULL);
+	return dequeue(op->r, op->items, op->n, op->bulk, NULL, true);
 }
 
 static void policy_of(const struct bp_ring *r, struct bp_wait_policy *p)
@@ -782,6 +800,8 @@ static int wait_op(struct bp_ring *r, void **items, unsigned n, bool bulk,
 		return 0;
 	if (!items || (bulk && n > r->capacity))
 		return -EINVAL;
+	if (r->flags & BPI_RING_QUIET)
+		return -EOPNOTSUPP; /* nobody would wake us */
 	rc = enq ? try_enqueue(&op) : try_dequeue(&op);
 	if (rc != 0)
 		return rc;
@@ -834,8 +854,8 @@ int bp_ring_close(struct bp_ring *r)
 {
 	/* release: a consumer that sees the bit sees the final position */
 	atomic_fetch_or_explicit(&r->prod_head, CLOSED, memory_order_release);
-	bp_waitq_wake_all_slow(&r->not_empty);
-	bp_waitq_wake_all_slow(&r->not_full);
+	bpi_waitq_wake_all_slow(&r->not_empty);
+	bpi_waitq_wake_all_slow(&r->not_full);
 	return 0;
 }
 
@@ -903,6 +923,8 @@ static int enq_zc_start(struct bp_ring *r, unsigned n, bool bulk,
 	zc->put = 0;
 	if (n == 0)
 		return 0;
+	if (bulk && n > r->capacity)
+		return -EINVAL; /* could never be reserved */
 	k = reserve(r, n, bulk, &pos, NULL);
 	if (k > 0)
 		zc_describe(r, pos, (unsigned)k, zc);
@@ -929,7 +951,7 @@ int bp_ring_enqueue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc)
 		return 0;
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, zc->pos, zc->count);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
 	zc->count = 0;
 	zc->put = 0;
 	return 0;
@@ -978,17 +1000,17 @@ int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 	/* release: our in-place reads before any producer's overwrite (2) */
 	atomic_store_explicit(&r->cons_head, (zc->pos + m) << 1,
 			      memory_order_release);
-	bp_waitq_wake(&r->not_full);
+	bpi_waitq_wake(&r->not_full);
 	zc->count = 0;
 	return 0;
 }
 
-struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r)
+struct bpi_waitq *bpi_ring_not_empty(struct bp_ring *r)
 {
 	return &r->not_empty;
 }
 
-struct bp_waitq *bpi_ring_not_full(struct bp_ring *r)
+struct bpi_waitq *bpi_ring_not_full(struct bp_ring *r)
 {
 	return &r->not_full;
 }
@@ -1012,5 +1034,18 @@ void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 	publish(r, pos, items, k);
 	if (r->flags & BP_RING_HWM)
 		note_high_water(r, pos, k);
-	bp_waitq_wake(&r->not_empty);
+	bpi_waitq_wake(&r->not_empty);
+}
+
+void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
+			    unsigned k)
+{
+	publish(r, pos, items, k);
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r, pos, k);
+}
+
+int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
+{
+	return dequeue(r, items, n, false, NULL, false);
 }

@@ -7,26 +7,38 @@
 #include <stdint.h>
 #include <batchpipe/ring.h>
 
+struct bpi_waitq;
+
+/*
+ * Private creation flag: nobody ever sleeps on this ring's own wait queues
+ * (its users wait on queues of their own, as the pipeline's sink and
+ * workers do on its egress rings), so its users may move items with the
+ * quiet calls below, which skip the wake checks. The blocking calls refuse
+ * such a ring with -EOPNOTSUPP instead of sleeping where a quiet call
+ * would not wake them; close still wakes (it is cold). bp_ring_create()
+ * refuses the flag and bp_ring_flags() does not show it.
+ */
+#define BPI_RING_QUIET 0x80000000u
+
 /*
  * bp_ring_create() with both indices starting at position `start` instead of
  * 0, so tests can cross the wrap of the 63-bit position space within a few
- * items (positions live in 64-bit words as 2*pos | closed-bit).
+ * items (positions live in 64-bit words as 2*pos | closed-bit). Also takes
+ * BPI_RING_QUIET.
  */
 int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 		       struct bp_ring **ringp);
 
 /* Largest position value + 1: positions wrap modulo this. */
 #define BPI_RING_POS_SPACE (UINT64_C(1) << 63)
-/* The pipeline's seqs are ingress positions. */
-#define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /*
  * The eventcounts of a ring, for callers that wait on conditions of their
  * own (the pipeline): not-empty is woken by every enqueue and by close,
- * not-full by every dequeue and by close.
+ * not-full by every dequeue and by close (not by the quiet calls).
  */
-struct bp_waitq *bpi_ring_not_empty(struct bp_ring *r);
-struct bp_waitq *bpi_ring_not_full(struct bp_ring *r);
+struct bpi_waitq *bpi_ring_not_empty(struct bp_ring *r);
+struct bpi_waitq *bpi_ring_not_full(struct bp_ring *r);
 
 /*
  * The two halves of an enqueue, for callers that must stamp items with
@@ -38,6 +50,16 @@ struct bp_waitq *bpi_ring_not_full(struct bp_ring *r);
 int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos);
 void bpi_ring_publish(struct bp_ring *r, uint64_t pos, void *const *items,
 		      unsigned k);
+
+/*
+ * For BPI_RING_QUIET rings: bpi_ring_publish() and bp_ring_dequeue_burst()
+ * (without *available) minus the wake check, which costs a load of the
+ * queue's line and, on a waker-fences queue or without membarrier, a full
+ * fence. Publish before waking the queue the consumer really sleeps on.
+ */
+void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
+			    unsigned k);
+int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n);
 
 /*
  * Non-zero when a dequeue would not come back empty-handed: the slot at the

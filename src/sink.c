@@ -90,10 +90,25 @@ refuse_repeat(struct bp_pipeline *p, const struct bp_job *j, unsigned worker,
 }
 
 /*
- * Ordered mode: file jobs into the window, then deliver the run that starts
- * at next_seq, crediting each job's worker once per batch.
+ * A worker held back by the sink waits on its own queue: wake it once its
+ * egress ring has room or its credit came back, after publishing that
+ * (the dequeue's cons store, the store of delivered). Only it can use what
+ * changed; waking every held-back worker made each of the others wake,
+ * re-check and sleep again, per sink batch. With no sleeper this is a
+ * fence and a load (a waker-fences queue).
  */
-static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
+static inline void wake_worker(struct bp_pipeline *p, unsigned w)
+{
+	bpi_waitq_wake(&p->workers[w].progress);
+}
+
+/*
+ * Ordered mode: file jobs into the window, then deliver the run that starts
+ * at next_seq, crediting each job's worker once per batch and waking it.
+ * Returns whether `worker` (whose egress ring the jobs came from) was
+ * woken, so that the caller need not wake it again.
+ */
+static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 			    unsigned n, unsigned worker, uint64_t *credit)
 {
 	struct bp_job *out[SINK_BATCH];
@@ -103,6 +118,7 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 	/* locals: stores through window and credit could alias p's fields */
 	uint64_t next = p->next_seq;
 	unsigned k = 0;
+	bool woke = false;
 
 	/* the seqs are in the jobs' lines: fetch them all first (deliver) */
 	for (unsigned i = 0; i < n; i++)
@@ -144,7 +160,7 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 		credit[run_worker] += run;
 		p->next_seq = next;
 		if (k == 0)
-			return;
+			return woke;
 		deliver(p, out, k);
 		for (unsigned w = 0; w < p->nworkers; w++) {
 			if (!credit[w])
@@ -157,9 +173,11 @@ static void deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 					credit[w],
 				memory_order_relaxed);
 			credit[w] = 0;
+			wake_worker(p, w);
+			woke |= w == worker;
 		}
 		if (k < SINK_BATCH)
-			return; /* the run ended at a gap */
+			return woke; /* the run ended at a gap */
 		k = 0;
 	}
 }
@@ -195,19 +213,20 @@ void *bpi_sink_main(void *arg)
 
 			if (ended[i])
 				continue;
-			n = bp_ring_dequeue_burst(p->workers[i].egress,
-						  (void **)buf, SINK_BATCH,
-						  NULL);
+			/* quiet: the worker sleeps on its progress queue */
+			n = bpi_ring_dequeue_burst_quiet(
+				p->workers[i].egress, (void **)buf, SINK_BATCH);
 			if (n > 0) {
+				bool woke = false;
+
 				progress++;
 				if (p->cfg.ordered)
-					deliver_ordered(p, buf, (unsigned)n, i,
-							credit);
+					woke = deliver_ordered(
+						p, buf, (unsigned)n, i, credit);
 				else
 					deliver(p, buf, (unsigned)n);
-				/* room in egress, maybe credit: one load if
-				 * no worker waits for it */
-				bp_waitq_wake_all(&p->progress_wq);
+				if (!woke) /* room in its egress ring */
+					wake_worker(p, i);
 			} else if (n == -EPIPE) {
 				ended[i] = true;
 				open--;

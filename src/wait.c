@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Eventcount over a futex, with the ordering paid by the sleeper.
+ * Eventcount over a futex (src/waitq.h), the wait loop over it, and the
+ * wait policies of batchpipe/wait.h.
  *
  * The lost-wake-up problem is a Dekker pattern:
  *   waker:   publish state;        read sleepers
@@ -13,6 +14,14 @@
  * switched out), which is what the waker's fence would have given. The waker
  * then needs only a compiler barrier. This is the asymmetric-fence scheme
  * liburcu's memb flavour uses for its readers.
+ *
+ * That is the default. A queue whose threads sleep often pays the other
+ * way (bpi_waitq_set_waker_fences, and every wake-one queue): both sides
+ * issue a full fence, the plain Dekker solution, so each wake check costs
+ * the waker a fence and a sleep costs no membarrier, which would interrupt
+ * every CPU running this process. So does every queue where membarrier is
+ * not available (bpi_waitq_need_fence). docs/wakeup.md says which queue
+ * pays which way.
  *
  * The futex word is `seq`. A sleeper arms it (sets bit 0) and reads its key
  * in one atomic step, then re-checks, then sleeps only while the word still
@@ -31,7 +40,7 @@
  * its way to re-check (and to arm again if it finds nothing). For
  * parallelism the woken thread, once it has taken its work, arms the word
  * again for the sleepers left and, if it leaves work behind, wakes one of
- * them (bp_waitq_pass_on). A condition for all sleepers (a closed stream)
+ * them (bpi_waitq_pass_on). A condition for all sleepers (a closed stream)
  * must reach all: the thread that finds it wakes them all, since the last
  * publication before it may have woken that thread alone.
  *
@@ -54,8 +63,9 @@
 #include <sched.h>
 
 #include "wait_internal.h"
+#include "waitq.h"
 
-int bp_waitq_need_fence_ = 1;
+int bpi_waitq_need_fence = 1;
 
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 static int membarrier_ok;
@@ -75,7 +85,7 @@ static void membarrier_setup(void)
 	 * sees 1 only issues a fence it no longer needs. Relaxed: the flag
 	 * only goes from 1 to 0 and both values are safe.
 	 */
-	__atomic_store_n(&bp_waitq_need_fence_, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&bpi_waitq_need_fence, 0, __ATOMIC_RELAXED);
 }
 
 void bpi_wait_global_init(void)
@@ -103,18 +113,18 @@ int bp_wait_policy_check(const struct bp_wait_policy *p)
 	return -EINVAL;
 }
 
-void bp_waitq_set_waker_fences(struct bp_waitq *q)
+void bpi_waitq_set_waker_fences(struct bpi_waitq *q)
 {
 	q->waker_fences = 1;
 }
 
-void bp_waitq_set_wake_one(struct bp_waitq *q)
+void bpi_waitq_set_wake_one(struct bpi_waitq *q)
 {
 	q->wake_one = 1;
 	q->waker_fences = 1; /* pass_on's arming has no membarrier */
 }
 
-void bp_waitq_init(struct bp_waitq *q)
+void bpi_waitq_init(struct bpi_waitq *q)
 {
 	__atomic_store_n(&q->seq, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->sleepers, 0, __ATOMIC_RELAXED);
@@ -131,7 +141,7 @@ int64_t bp_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-uint32_t bp_waitq_prepare(struct bp_waitq *q)
+uint32_t bpi_waitq_prepare(struct bpi_waitq *q)
 {
 	uint32_t key;
 
@@ -149,18 +159,18 @@ uint32_t bp_waitq_prepare(struct bp_waitq *q)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
 	else
-		bp_full_fence_(); /* pairs with the waker's fence */
+		bpi_full_fence(); /* pairs with the waker's fence */
 	return key;
 }
 
-void bp_waitq_cancel(struct bp_waitq *q)
+void bpi_waitq_cancel(struct bpi_waitq *q)
 {
 	/* relaxed: only a hint for wakers; a stale non-zero costs one wake call
 	 */
 	__atomic_fetch_sub(&q->sleepers, 1, __ATOMIC_RELAXED);
 }
 
-int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
+int bpi_waitq_sleep(struct bpi_waitq *q, uint32_t key, int64_t deadline_ns)
 {
 	struct timespec ts, *tsp = NULL;
 	long rc;
@@ -193,13 +203,15 @@ int bp_waitq_sleep(struct bp_waitq *q, uint32_t key, int64_t deadline_ns)
  * wakes anyway (a wake of all on a wake-one queue, whose sleepers may
  * still be asleep under a disarmed word).
  */
-static void wake(struct bp_waitq *q, int n, bool always)
+static void wake(struct bpi_waitq *q, int n, bool always)
 {
 	uint32_t s;
 
-	/* order the caller's publication before the load, as the fast path */
-	if (bp_waitq_need_fence_ || q->waker_fences)
-		bp_full_fence_();
+	/* order the caller's publication before the load, as the fast path;
+	 * relaxed: see bpi_waitq_has_sleepers */
+	if (__atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED) ||
+	    q->waker_fences)
+		bpi_full_fence();
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* relaxed: the compare-and-swap below decides */
@@ -215,7 +227,7 @@ static void wake(struct bp_waitq *q, int n, bool always)
 		NULL, 0);
 }
 
-void bp_waitq_wake_all_slow(struct bp_waitq *q)
+void bpi_waitq_wake_all_slow(struct bpi_waitq *q)
 {
 	wake(q, INT_MAX, q->wake_one);
 }
@@ -223,14 +235,14 @@ void bp_waitq_wake_all_slow(struct bp_waitq *q)
 /*
  * Later publications make no system call until a sleeper arms again, which
  * the woken one does if it finds nothing; the sleepers left asleep are
- * reached through bp_waitq_pass_on() from the woken one.
+ * reached through bpi_waitq_pass_on() from the woken one.
  */
-void bp_waitq_wake_one_slow(struct bp_waitq *q)
+void bpi_waitq_wake_one_slow(struct bpi_waitq *q)
 {
 	wake(q, 1, false);
 }
 
-void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
+void bpi_waitq_pass_on(struct bpi_waitq *q, int (*more)(void *), void *arg)
 {
 	/* relaxed: a hint; nothing is lost if it is stale (see the top) */
 	if (!__atomic_load_n(&q->sleepers, __ATOMIC_RELAXED))
@@ -244,7 +256,7 @@ void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
 	 * armed or is seen by more().
 	 */
 	__atomic_fetch_or(&q->seq, 1, __ATOMIC_SEQ_CST);
-	bp_full_fence_(); /* as prepare: pairs with the wakers' fence */
+	bpi_full_fence(); /* as prepare: pairs with the wakers' fence */
 	if (more(arg))
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
 			NULL, NULL, 0);
@@ -255,7 +267,7 @@ void bp_waitq_pass_on(struct bp_waitq *q, int (*more)(void *), void *arg)
  * sleep: spinning catches the common case of a short gap at the price of
  * CPU, sleeping makes idle free. Busy-poll spins the same way forever.
  */
-int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
+int bpi_wait_loop(const struct bp_wait_policy *pol, struct bpi_waitq *q,
 		  int (*try_fn)(void *), void *arg, int64_t timeout_ns)
 {
 	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
@@ -269,7 +281,7 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 			rc = try_fn(arg);
 			if (rc)
 				return rc;
-			bp_cpu_relax();
+			bpi_cpu_relax();
 			if ((i & 15) != 0)
 				continue;
 			int64_t t = bp_now_ns();
@@ -295,15 +307,15 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
 		}
 	}
 	for (;;) {
-		uint32_t key = bp_waitq_prepare(q);
+		uint32_t key = bpi_waitq_prepare(q);
 
 		rc = try_fn(arg);
 		if (rc) {
-			bp_waitq_cancel(q);
+			bpi_waitq_cancel(q);
 			return rc;
 		}
-		rc = bp_waitq_sleep(q, key, deadline);
-		bp_waitq_cancel(q);
+		rc = bpi_waitq_sleep(q, key, deadline);
+		bpi_waitq_cancel(q);
 		if (rc == -EINTR)
 			return rc;
 		if (rc == -ETIMEDOUT) {

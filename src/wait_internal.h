@@ -8,6 +8,8 @@
 
 #include <batchpipe/wait.h>
 
+#include "waitq.h"
+
 /* now + timeout_ns, saturated; -1 (no deadline) for a negative timeout. */
 static inline int64_t bpi_deadline(int64_t now, int64_t timeout_ns)
 {
@@ -22,10 +24,11 @@ void bpi_wait_global_init(void);
 /*
  * Retry `try_fn(arg)` until it returns non-zero (its result is returned),
  * waiting between tries as `pol` says and sleeping on `q` when the policy
- * sleeps. Whoever makes try_fn succeed must call bp_waitq_wake_all(q).
+ * sleeps. Whoever makes try_fn succeed must wake q after publishing
+ * (bpi_waitq_wake or bpi_waitq_wake_all; docs/wakeup.md).
  * timeout_ns < 0: no limit. Returns try_fn's result, -ETIMEDOUT or -EINTR.
  */
-int bpi_wait_loop(const struct bp_wait_policy *pol, struct bp_waitq *q,
+int bpi_wait_loop(const struct bp_wait_policy *pol, struct bpi_waitq *q,
 		  int (*try_fn)(void *), void *arg, int64_t timeout_ns);
 
 #endif

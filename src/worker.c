@@ -14,8 +14,11 @@
  *
  * A worker with nothing to do and nothing in flight waits on the ingress
  * ring's eventcount as its wait policy says, offline for RCU meanwhile (a
- * sleeping worker must not hold up a reconfiguration). With jobs in flight
- * it keeps polling the stage, yielding the CPU between passes.
+ * sleeping worker must not hold up a reconfiguration). A worker held back
+ * by the sink (egress full, or no ordered credit) waits the same way on
+ * its own progress queue, which only the sink wakes, and only for it
+ * (docs/wakeup.md). With jobs in flight it keeps polling the stage,
+ * yielding the CPU between passes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -128,14 +131,16 @@ static unsigned hand_off(struct bp_worker *w)
 
 	if (n <= 0)
 		return 0; /* egress full: the sink is behind, retry next pass */
-	bpi_ring_publish(w->egress, pos, (void *const *)(w->done + w->dhead),
-			 (unsigned)n);
+	/* quiet: the sink sleeps on sink_wq, woken below */
+	bpi_ring_publish_quiet(w->egress, pos,
+			       (void *const *)(w->done + w->dhead),
+			       (unsigned)n);
 	w->dhead += (unsigned)n;
 	if (w->dhead == w->dend)
 		w->dhead = w->dend = 0;
 	w->handed += (uint64_t)n;
 	stat_add(&w->st_handed, (uint64_t)n);
-	bp_waitq_wake_all(&w->p->sink_wq);
+	bpi_waitq_wake_all(&w->p->sink_wq);
 	return (unsigned)n;
 }
 
@@ -176,7 +181,7 @@ static inline void pass_wake_on(struct bp_worker *w)
 	struct bp_ring *in = w->p->ingress;
 
 	w->pass_on = false;
-	bp_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
+	bpi_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
 }
 
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
@@ -218,7 +223,8 @@ static int worker_has_work(void *arg)
 
 /*
  * Wake condition of a worker held back by the sink: room in its egress
- * ring for the jobs it holds, or (ordered mode) credit to take more.
+ * ring for the jobs it holds, or (ordered mode) credit to take more. The
+ * sink changes both, and wakes w->progress after each (sink.c).
  */
 static int sink_made_progress(void *arg)
 {
@@ -232,7 +238,7 @@ static int sink_made_progress(void *arg)
 static void idle(struct bp_worker *w, bool eos)
 {
 	struct bp_wait_policy pol = w->cfg->worker_wait;
-	struct bp_waitq *q = bpi_ring_not_empty(w->p->ingress);
+	struct bpi_waitq *q = bpi_ring_not_empty(w->p->ingress);
 	int (*ready)(void *) = worker_has_work;
 
 	if (w->taken != w->handed + pending(w)) {
@@ -242,7 +248,7 @@ static void idle(struct bp_worker *w, bool eos)
 	}
 	if (pending(w) || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
 		/* held back by the sink: wait for it as the policy says */
-		q = &w->p->progress_wq;
+		q = &w->progress;
 		ready = sink_made_progress;
 	} else if (eos) {
 		return; /* nothing held, stream ended: the loop exits */
@@ -293,7 +299,7 @@ void *bpi_worker_main(void *arg)
 	/* release: start() reads the result after seeing inits_done */
 	atomic_store_explicit(&w->init_rc, rc, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->inits_done, 1, memory_order_release);
-	bp_waitq_wake_all_slow(&p->start_wq);
+	bpi_waitq_wake_all_slow(&p->start_wq);
 	bp_tsan_release(w);
 	urcu_qsbr_thread_offline();
 	int go = wait_go(p);
@@ -332,7 +338,7 @@ void *bpi_worker_main(void *arg)
 				 * publication after close may have woken only
 				 * this one while others sleep.
 				 */
-				bp_waitq_wake_all_slow(
+				bpi_waitq_wake_all_slow(
 					bpi_ring_not_empty(p->ingress));
 			}
 		}
@@ -348,7 +354,7 @@ out:
 		st->fini(w->state, w);
 	/* this worker is its egress ring's only producer: it ends the stream */
 	bp_ring_close(w->egress);
-	bp_waitq_wake_all_slow(&p->sink_wq);
+	bpi_waitq_wake_all_slow(&p->sink_wq);
 	bp_tsan_release(w);
 	urcu_qsbr_unregister_thread();
 	bpi_thread_exited(p, &w->exited);

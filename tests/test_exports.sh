@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_exports.sh NM LIB [SYMBOL...] - every symbol the shared library
-# exports starts with bp_, the internal helpers (bpi_*) stay hidden, and the
-# public entry points are really there (so an empty or unreadable symbol
-# table fails): the SYMBOLs given, or the core library's.
+# exports starts with bp_, the internal helpers (bpi_*) stay hidden, so do
+# the eventcount's (bp_waitq*, the fence helpers: private to src/, named
+# bpi_ there) and names ending in _ (the old spelling of "internal"), and
+# the public entry points are really there (so an empty or unreadable
+# symbol table fails): the SYMBOLs given, or the core library's.
 # Exit: 0 pass, 77 skip (no nm), 1 fail.
 set -u
 nm=${1:-nm}
@@ -11,7 +13,7 @@ lib=${2:?usage: test_exports.sh NM LIBRARY [SYMBOL...]}
 shift 2
 wanted=${*:-bp_ring_create bp_ring_destroy bp_ring_enqueue_burst \
 	bp_ring_dequeue_burst bp_ring_close bp_strerror bp_version \
-	bp_wait_policy_init bp_waitq_prepare bp_now_ns}
+	bp_wait_policy_init bp_wait_policy_check bp_now_ns}
 
 command -v "$nm" >/dev/null 2>&1 || { echo "SKIP: $nm not found"; exit 77; }
 [ -r "$lib" ] || { echo "FAIL: cannot read $lib"; exit 1; }
@@ -23,6 +25,8 @@ syms=$("$nm" -D --defined-only "$lib" | awk 'NF >= 3 { sub(/@.*/, "", $3); print
 fail=0
 for s in $syms; do
 	case $s in
+	bp_waitq* | bp_full_fence* | bp_*_)
+		echo "FAIL: internal symbol exported: $s"; fail=1 ;;
 	bp_*) ;;
 	# Linker-made markers, not the library's choice.
 	_init | _fini | _edata | _end | __bss_start) ;;

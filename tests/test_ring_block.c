@@ -26,6 +26,8 @@
 
 #include <batchpipe/batchpipe.h>
 
+#include "src/waitq.h"
+
 #include "bp_test.h"
 
 BPT_DEFINE_GLOBALS;
@@ -751,7 +753,7 @@ static void test_pingpong_spin_sleep(void **state)
 /* ----------------------------------------------------------------- waitq */
 
 struct wq_pp {
-	struct bp_waitq q;
+	struct bpi_waitq q;
 	atomic_ulong turn;
 	unsigned long cycles;
 };
@@ -766,17 +768,17 @@ static void wq_wait_for(struct wq_pp *w, unsigned long want)
 		if (atomic_load_explicit(&w->turn, memory_order_acquire) ==
 		    want)
 			return;
-		key = bp_waitq_prepare(&w->q);
+		key = bpi_waitq_prepare(&w->q);
 		if (atomic_load_explicit(&w->turn, memory_order_acquire) ==
 		    want) {
-			bp_waitq_cancel(&w->q);
+			bpi_waitq_cancel(&w->q);
 			return;
 		}
-		int rc = bp_waitq_sleep(&w->q, key, -1);
+		int rc = bpi_waitq_sleep(&w->q, key, -1);
 
-		bp_waitq_cancel(&w->q);
+		bpi_waitq_cancel(&w->q);
 		if (rc != 0 && rc != -EINTR) {
-			bp_test_fail("bp_waitq_sleep: %d", rc);
+			bp_test_fail("bpi_waitq_sleep: %d", rc);
 			return;
 		}
 	}
@@ -789,7 +791,7 @@ static void *wq_side(void *arg)
 	for (unsigned long i = 1; i < 2 * w->cycles; i += 2) {
 		wq_wait_for(w, i);
 		atomic_store_explicit(&w->turn, i + 1, memory_order_release);
-		bp_waitq_wake_all(&w->q);
+		bpi_waitq_wake_all(&w->q);
 	}
 	return NULL;
 }
@@ -806,7 +808,7 @@ static void test_waitq_pingpong(void **state)
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	bp_waitq_init(&w.q);
+	bpi_waitq_init(&w.q);
 	atomic_init(&w.turn, 0);
 	w.cycles = pingpong_cycles / 4 + 1;
 	bp_test_reset_failures();
@@ -816,7 +818,7 @@ static void test_waitq_pingpong(void **state)
 	for (unsigned long i = 0; i < 2 * w.cycles; i += 2) {
 		wq_wait_for(&w, i);
 		atomic_store_explicit(&w.turn, i + 1, memory_order_release);
-		bp_waitq_wake_all(&w.q);
+		bpi_waitq_wake_all(&w.q);
 	}
 	pthread_join(t, NULL);
 	bpt_watchdog_disarm();

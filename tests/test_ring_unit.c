@@ -18,6 +18,7 @@
 
 #include <batchpipe/batchpipe.h>
 #include "src/ring_internal.h"
+#include "src/waitq.h"
 
 #include "bp_test.h"
 
@@ -250,19 +251,14 @@ static void test_bulk_burst(void **state)
 	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 4, &fs), 0);
 	assert_int_equal(fs, 3);
 	check_occupancy(r, 5);
-	/* Bulk larger than the whole ring: nothing, not an error. */
-	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 9, NULL), 0);
+	/* Bulk larger than the whole ring: never fits (test_bulk_too_big). */
+	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 9, NULL), -EINVAL);
 	/* Burst of 4 with 3 free: 3. */
 	fs = 12345;
 	assert_int_equal(bp_ring_enqueue_burst(r, v + 5, 4, &fs), 3);
 	assert_int_equal(fs, 0);
 	check_occupancy(r, 8);
 
-	/* Dequeue bulk of more than is there: nothing. */
-	av = 12345;
-	assert_int_equal(bp_ring_dequeue_bulk(r, out, 9, &av), 0);
-	assert_true(av <= 8);
-	check_occupancy(r, 8);
 	av = 12345;
 	assert_int_equal(bp_ring_dequeue_bulk(r, out, 3, &av), 3);
 	assert_true(av <= 5);
@@ -363,6 +359,109 @@ static void test_invalid_args(void **state)
 	assert_int_equal(bp_ring_dequeue_bulk_wait(r, out, 8, -1), 8);
 	check_seq(out, 8, 0);
 	bp_ring_destroy(r);
+}
+
+/*
+ * A bulk operation for more than the capacity can never succeed: every
+ * non-blocking flavour says so with -EINVAL (as the blocking ones do)
+ * instead of 0, which a caller would retry forever. Nothing moves, on an
+ * empty, a full and a closed ring; n == capacity still works.
+ */
+static void test_bulk_too_big(void **state)
+{
+	unsigned mode = mode_of(state);
+	struct bp_ring *r = ring_new(8, mode);
+	struct bp_ring_zc zc;
+	void *v[9], *out[9];
+	unsigned fs = 12345, av = 12345;
+
+	fill_seq(v, 9, 0);
+	for (int round = 0; round < 3; round++) {
+		/* round 0: empty; 1: full; 2: full and closed */
+		assert_int_equal(bp_ring_enqueue_bulk(r, v, 9, &fs), -EINVAL);
+		assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, 9, &zc),
+				 -EINVAL);
+		assert_int_equal(bp_ring_dequeue_bulk(r, out, 9, &av), -EINVAL);
+		if (mode & BP_RING_SC)
+			assert_int_equal(
+				bp_ring_dequeue_zc_bulk_start(r, 9, &zc),
+				-EINVAL);
+		check_occupancy(r, round ? 8 : 0);
+		if (round == 0)
+			assert_int_equal(bp_ring_enqueue_bulk(r, v, 8, NULL),
+					 8);
+		if (round == 1)
+			assert_int_equal(bp_ring_close(r), 0);
+	}
+	assert_int_equal(bp_ring_dequeue_bulk(r, out, 8, NULL), 8);
+	check_seq(out, 8, 0);
+	bp_ring_destroy(r);
+}
+
+/*
+ * The quiet calls leave the ring's eventcounts alone even with a sleeper
+ * announced on them (the plain calls disarm and bump the word, waking
+ * it); on a BPI_RING_QUIET ring blocking calls refuse with -EOPNOTSUPP
+ * instead of sleeping where a quiet call would not wake them, close still
+ * wakes, and the flag is private: bp_ring_create refuses it and
+ * bp_ring_flags hides it.
+ */
+static void test_quiet(void **state)
+{
+	struct bp_ring *r;
+	void *v[2], *out[2];
+
+	(void)state;
+	fill_seq(v, 2, 0);
+	r = NULL;
+	assert_int_equal(bp_ring_create(8, BPI_RING_QUIET, &r), -EINVAL);
+	assert_null(r);
+	for (int quiet = 0; quiet < 2; quiet++) {
+		unsigned flags = BP_RING_SP | BP_RING_SC | BP_RING_HWM |
+				 (quiet ? BPI_RING_QUIET : 0);
+		struct bpi_waitq *ne, *nf;
+		uint32_t kne, knf;
+
+		r = ring_new_at(8, flags, 0);
+		assert_int_equal(bp_ring_flags(r),
+				 BP_RING_SP | BP_RING_SC | BP_RING_HWM);
+		ne = bpi_ring_not_empty(r);
+		nf = bpi_ring_not_full(r);
+		/* announce a sleeper on each, as bpi_wait_loop does */
+		kne = bpi_waitq_prepare(ne);
+		knf = bpi_waitq_prepare(nf);
+		if (quiet) {
+			uint64_t pos;
+
+			assert_int_equal(bpi_ring_reserve_burst(r, 2, &pos), 2);
+			bpi_ring_publish_quiet(r, pos, v, 2);
+			assert_int_equal(
+				bpi_ring_dequeue_burst_quiet(r, out, 2), 2);
+		} else {
+			assert_int_equal(bp_ring_enqueue_burst(r, v, 2, NULL),
+					 2);
+			assert_int_equal(bp_ring_dequeue_burst(r, out, 2, NULL),
+					 2);
+		}
+		check_seq(out, 2, 0);
+		/* the key still matches: the word was not woken */
+		assert_int_equal(atomic_load(&ne->seq) == kne, quiet);
+		assert_int_equal(atomic_load(&nf->seq) == knf, quiet);
+		if (quiet) {
+			assert_int_equal(
+				bp_ring_enqueue_burst_wait(r, v, 1, -1),
+				-EOPNOTSUPP);
+			assert_int_equal(
+				bp_ring_dequeue_bulk_wait(r, out, 1, 0),
+				-EOPNOTSUPP);
+			assert_int_equal(bp_ring_close(r), 0);
+			assert_true(atomic_load(&ne->seq) != kne);
+			assert_true(atomic_load(&nf->seq) != knf);
+		}
+		bpi_waitq_cancel(ne);
+		bpi_waitq_cancel(nf);
+		bp_ring_destroy(r);
+	}
 }
 
 /* ---------------------------------------------------- zero-copy producer */
@@ -657,7 +756,10 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 			unsigned room = cap - count;
 			int bulk = (op & 1) != 0;
 
-			want = bulk ? (n <= room ? (int)n : 0)
+			/* a bulk of more than cap can never fit: -EINVAL */
+			want = bulk ? (n > cap	   ? -EINVAL
+				       : n <= room ? (int)n
+						   : 0)
 				    : (int)(n < room ? n : room);
 			if (op >= 2) {
 				got = zc_enqueue(r, bulk, n, in);
@@ -666,18 +768,20 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 				got = bulk ? bp_ring_enqueue_bulk(r, v, n, &fs)
 					   : bp_ring_enqueue_burst(r, v, n,
 								   &fs);
-				if (n > 0)
+				if (n > 0 && got >= 0)
 					assert_true(
 						fs <=
 						room - (unsigned)(got > 0 ? got
 									  : 0));
 			}
 			assert_int_equal(got, want);
-			in += (unsigned)got;
+			in += (unsigned)(got > 0 ? got : 0);
 		} else {
 			int bulk = (op & 1) != 0;
 
-			want = bulk ? (n <= count ? (int)n : 0)
+			want = bulk ? (n > cap	    ? -EINVAL
+				       : n <= count ? (int)n
+						    : 0)
 				    : (int)(n < count ? n : count);
 			if (op >= 2 && sc) {
 				struct bp_ring_zc zc;
@@ -707,6 +811,7 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 					   : bp_ring_dequeue_burst(r, out, n,
 								   &av);
 				assert_int_equal(got, want);
+				got = got > 0 ? got : 0;
 				check_seq(out, (unsigned)got, outn);
 				if (n > 0)
 					assert_true(av <=
@@ -1144,52 +1249,52 @@ static void test_strerror_extremes(void **state)
  */
 static void test_waitq(void **state)
 {
-	struct bp_waitq q;
+	struct bpi_waitq q;
 	uint32_t key, seq0;
 	int64_t t0;
 
 	(void)state;
 	memset(&q, 0, sizeof(q));
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
-	bp_waitq_init(&q);
+	bpi_waitq_init(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 	seq0 = atomic_load(&q.seq);
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	assert_int_equal(atomic_load(&q.seq), seq0);
 
 	bpt_watchdog_arm(60, "test_waitq");
 	/* Stale key: a wake came between prepare and sleep. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 1);
-	bp_waitq_wake_all(&q);
+	bpi_waitq_wake_all(&q);
 	t0 = bpt_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key, -1), 0);
+	assert_int_equal(bpi_waitq_sleep(&q, key, -1), 0);
 	assert_true(bpt_now_ns() - t0 < 2000 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 
 	/* A key that never matched, with a deadline: still at once. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	t0 = bpt_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key + 1, bp_now_ns() + 5000 * MS),
+	assert_int_equal(bpi_waitq_sleep(&q, key + 1, bp_now_ns() + 5000 * MS),
 			 0);
 	assert_true(bpt_now_ns() - t0 < 2000 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 
 	/* Deadline in the past. */
-	key = bp_waitq_prepare(&q);
-	assert_int_equal(bp_waitq_sleep(&q, key, bp_now_ns() - 1), -ETIMEDOUT);
-	assert_int_equal(bp_waitq_sleep(&q, key, 0), -ETIMEDOUT);
-	bp_waitq_cancel(&q);
+	key = bpi_waitq_prepare(&q);
+	assert_int_equal(bpi_waitq_sleep(&q, key, bp_now_ns() - 1), -ETIMEDOUT);
+	assert_int_equal(bpi_waitq_sleep(&q, key, 0), -ETIMEDOUT);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 
 	/* A short real sleep ends at its deadline. */
-	key = bp_waitq_prepare(&q);
+	key = bpi_waitq_prepare(&q);
 	t0 = bp_now_ns();
-	assert_int_equal(bp_waitq_sleep(&q, key, t0 + 10 * MS), -ETIMEDOUT);
+	assert_int_equal(bpi_waitq_sleep(&q, key, t0 + 10 * MS), -ETIMEDOUT);
 	assert_true(bp_now_ns() - t0 >= 10 * MS);
-	bp_waitq_cancel(&q);
+	bpi_waitq_cancel(&q);
 	assert_int_equal(atomic_load(&q.sleepers), 0);
 	bpt_watchdog_arm(BPT_TSAN ? 600 : 90,
 			 "test_ring_unit (see the last RUN line)");
@@ -1206,7 +1311,7 @@ static void test_waitq(void **state)
 #define W1_THREADS 4
 
 struct w1 {
-	struct bp_waitq q;
+	struct bpi_waitq q;
 	atomic_int tokens, taken, woke, stop;
 };
 
@@ -1225,20 +1330,20 @@ static void *w1_main(void *arg)
 	while (!atomic_load(&s->stop)) {
 		int t = atomic_load(&s->tokens);
 
-		if (t > 0 && atomic_compare_exchange_strong(&s->tokens, &t,
-							    t - 1)) {
+		if (t > 0 &&
+		    atomic_compare_exchange_strong(&s->tokens, &t, t - 1)) {
 			atomic_fetch_add(&s->taken, 1);
-			bp_waitq_pass_on(&s->q, w1_more, s);
+			bpi_waitq_pass_on(&s->q, w1_more, s);
 			continue;
 		}
-		uint32_t key = bp_waitq_prepare(&s->q);
+		uint32_t key = bpi_waitq_prepare(&s->q);
 
 		if (atomic_load(&s->tokens) > 0 || atomic_load(&s->stop)) {
-			bp_waitq_cancel(&s->q);
+			bpi_waitq_cancel(&s->q);
 			continue;
 		}
-		bp_waitq_sleep(&s->q, key, -1);
-		bp_waitq_cancel(&s->q);
+		bpi_waitq_sleep(&s->q, key, -1);
+		bpi_waitq_cancel(&s->q);
 		atomic_fetch_add(&s->woke, 1);
 	}
 	return NULL;
@@ -1265,15 +1370,15 @@ static void test_waitq_wake_one(void **state)
 
 	(void)state;
 	assert_non_null(s);
-	bp_waitq_init(&s->q);
-	bp_waitq_set_wake_one(&s->q);
+	bpi_waitq_init(&s->q);
+	bpi_waitq_set_wake_one(&s->q);
 	bpt_watchdog_arm(BPT_TSAN ? 600 : 90, "test_waitq_wake_one");
 	for (int i = 0; i < W1_THREADS; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, w1_main, s), 0);
 	w1_settle(s);
 
 	atomic_store(&s->tokens, 1);
-	bp_waitq_wake(&s->q);
+	bpi_waitq_wake(&s->q);
 	while (atomic_load(&s->taken) != 1)
 		bpt_sleep_ms(1);
 	w1_settle(s);
@@ -1282,7 +1387,7 @@ static void test_waitq_wake_one(void **state)
 
 	/* many tokens, one wake: the woken thread takes or passes them on */
 	atomic_store(&s->tokens, 100);
-	bp_waitq_wake(&s->q);
+	bpi_waitq_wake(&s->q);
 	while (atomic_load(&s->taken) != 101)
 		bpt_sleep_ms(1);
 	w1_settle(s);
@@ -1290,7 +1395,7 @@ static void test_waitq_wake_one(void **state)
 	/* disarmed with everyone asleep: wake_all must still reach them */
 	atomic_fetch_and(&s->q.seq, ~1u);
 	atomic_store(&s->stop, 1);
-	bp_waitq_wake_all(&s->q);
+	bpi_waitq_wake_all(&s->q);
 	for (int i = 0; i < W1_THREADS; i++)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 	assert_int_equal(atomic_load(&s->tokens), 0);
@@ -1321,6 +1426,8 @@ int main(void)
 		MODE_TESTS(test_bulk_burst),
 		MODE_TESTS(test_odd_item),
 		MODE_TESTS(test_invalid_args),
+		MODE_TESTS(test_bulk_too_big),
+		cmocka_unit_test(test_quiet),
 		MODE_TESTS(test_zc_producer),
 		MODE_TESTS(test_zc_producer_finish),
 		MODE_TESTS(test_available_counts_reserved),

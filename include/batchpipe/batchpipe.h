@@ -10,5 +10,6 @@
 #include <batchpipe/job.h>
 #include <batchpipe/stage.h>
 #include <batchpipe/pipeline.h>
+#include <batchpipe/pool.h>
 
 #endif /* BATCHPIPE_BATCHPIPE_H */

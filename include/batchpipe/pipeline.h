@@ -272,25 +272,6 @@ int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size);
 /* Upper bound in ns of latency bucket i. */
 uint64_t bp_lat_bucket_ns(unsigned i);
 
-/* -------------------------------------------------------------- pool */
-/*
- * A pool of fixed-size objects (cache-line aligned) for applications that
- * want their jobs from the library: any thread allocates, any thread frees
- * (cheap cross-thread free: the sink frees what producers allocated).
- */
-struct bp_pool;
-
-/* Returns 0, -EINVAL (size 0, count 0 or too large), -ENOMEM. */
-int bp_pool_create(size_t obj_size, unsigned count, struct bp_pool **out);
-/* Up to n objects into objs; returns the count (0 when empty). */
-unsigned bp_pool_alloc(struct bp_pool *pool, void **objs, unsigned n);
-/* Return n objects (from this pool). Returns 0, or -EINVAL for a foreign
- * pointer. */
-int bp_pool_free(struct bp_pool *pool, void *const *objs, unsigned n);
-unsigned bp_pool_available(const struct bp_pool *pool);
-/* All objects must have been freed back. NULL is accepted. */
-void bp_pool_destroy(struct bp_pool *pool);
-
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

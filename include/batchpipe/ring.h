@@ -63,27 +63,37 @@ struct bp_ring;
  * not a power of two is rounded up to the next one (bp_ring_capacity() tells
  * the real one). Memory is cache-line aligned.
  * Returns 0 and sets *ringp, or -EINVAL (ringp NULL, capacity 0 or above
- * BP_RING_MAX_CAPACITY, unknown flag), -ENOMEM.
+ * BP_RING_MAX_CAPACITY, unknown flag), -ENOMEM. Any thread.
  */
 int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp);
 
-/* Free a ring; NULL is accepted. No thread may be using it. */
+/* Free a ring; NULL is accepted. No other thread may be using it. */
 void bp_ring_destroy(struct bp_ring *r);
 
-/* The real capacity (a power of two) and the creation flags. */
+/*
+ * The real capacity (a power of two, >= the one asked for) and the creation
+ * flags (BP_RING_*). Both are fixed at creation: any thread, any time.
+ */
 unsigned bp_ring_capacity(const struct bp_ring *r);
 unsigned bp_ring_flags(const struct bp_ring *r);
 
 /*
- * Non-blocking operations. `items` may be NULL only when n is 0.
+ * Non-blocking operations. `items` may be NULL only when n is 0. Any
+ * thread may call them, within the ring's mode (SP: one producer thread at
+ * a time; SC: one consumer thread at a time).
  * enqueue: returns the count enqueued (bulk: n or 0), -EPIPE if closed,
- *          -EINVAL if an item has bit 0 set. *free_space (if not NULL) gets
- *          the free room left after the operation, as seen by this thread.
- * dequeue: returns the count dequeued (bulk: n or 0), or -EPIPE at end of
+ *          -EINVAL if an item has bit 0 set, items is NULL with n > 0, or
+ *          (bulk) n is greater than the capacity: such a bulk could never
+ *          fit, and a caller retrying on 0 would spin forever. A burst of
+ *          more than the capacity takes what fits. *free_space (if not
+ *          NULL) gets the free room left after the operation, as seen by
+ *          this thread (not set on -EINVAL).
+ * dequeue: returns the count dequeued (bulk: n or 0), -EPIPE at end of
  *          stream (closed and empty; for bulk: closed and fewer than n left,
- *          the rest can still be taken with a burst). *available (if not
- *          NULL) gets the number of items left after it, as seen by
- *          this thread (a snapshot).
+ *          the rest can still be taken with a burst), or -EINVAL (items
+ *          NULL with n > 0; bulk: n greater than the capacity, as for
+ *          enqueue). *available (if not NULL) gets the number of items left
+ *          after it, as seen by this thread (a snapshot).
  */
 int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
 			 unsigned *free_space);
@@ -98,10 +108,13 @@ int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
  * Blocking operations: like the above, but when nothing can be moved they
  * wait, following the ring's wait policy, until something can (burst: at
  * least one item; bulk: all n), the ring is closed, or `timeout_ns` passes
- * (timeout_ns < 0: wait forever; 0: do not wait).
- * Extra returns: -ETIMEDOUT, -EINTR (a signal interrupted a sleep),
- * -EINVAL (n greater than the capacity for a bulk operation: it could never
- * succeed).
+ * (timeout_ns < 0: wait forever; 0: do not wait). Same threads as the
+ * non-blocking calls.
+ * Extra returns: -ETIMEDOUT (nothing moved in time), -EINTR (a signal
+ * interrupted a sleep), -EINVAL (n greater than the capacity for a bulk
+ * operation: it could never succeed). A waiter sleeps only as the ring's
+ * wait policy says and is woken by the other side's next successful
+ * operation or by bp_ring_close().
  */
 int bp_ring_enqueue_bulk_wait(struct bp_ring *r, void *const *items, unsigned n,
 			      int64_t timeout_ns);
@@ -114,24 +127,34 @@ int bp_ring_dequeue_burst_wait(struct bp_ring *r, void **items, unsigned n,
 
 /*
  * How blocked callers wait (default: spin-then-sleep). May be changed at any
- * time; threads already waiting finish their current wait the old way.
- * Returns 0 or -EINVAL.
+ * time, from any thread; threads already waiting finish their current wait
+ * the old way. Returns 0, or -EINVAL (r NULL, or bp_wait_policy_check()
+ * refuses p).
  */
 int bp_ring_set_wait_policy(struct bp_ring *r, const struct bp_wait_policy *p);
 
 /*
  * Close the ring: later enqueues fail with -EPIPE, every waiter is woken.
- * Idempotent. Returns 0.
+ * Idempotent. Returns 0. Any thread, except in single-producer mode (see
+ * END OF STREAM above).
  */
 int bp_ring_close(struct bp_ring *r);
+
+/*
+ * Non-zero once bp_ring_close() has been called (the ring stays closed),
+ * 0 before. Items may still be left to dequeue: the end of the stream is a
+ * dequeue's -EPIPE. Any thread; a snapshot.
+ */
 int bp_ring_is_closed(const struct bp_ring *r);
 
 /*
- * Occupancy. bp_ring_count() is exact when the ring is quiet and a snapshot
- * otherwise. bp_ring_high_water() returns the largest count observed after
- * an enqueue, sampled once per min(256, capacity / 8) items (and on every
- * operation at least that big, so it is cheap under load), or -EOPNOTSUPP if
- * the ring was created without BP_RING_HWM.
+ * Occupancy, from any thread. bp_ring_count() returns the items in the
+ * ring (reserved by producers and not yet taken, 0 .. capacity), exact
+ * when the ring is quiet and a snapshot otherwise; bp_ring_free_count() is
+ * capacity minus that. bp_ring_high_water() returns the largest count
+ * observed after an enqueue, sampled once per min(256, capacity / 8) items
+ * (and on every operation at least that big, so it is cheap under load),
+ * or -EOPNOTSUPP if the ring was created without BP_RING_HWM.
  */
 unsigned bp_ring_count(const struct bp_ring *r);
 unsigned bp_ring_free_count(const struct bp_ring *r);
@@ -151,8 +174,11 @@ long bp_ring_high_water(const struct bp_ring *r);
  * bp_ring_zc_get(), then bp_ring_dequeue_zc_finish(r, zc, m) releases the
  * first m <= k of them; the others stay at the head of the ring.
  *
- * Returns: start as the non-blocking operations (-EPIPE, count);
- * finish: 0, or -EINVAL (m > k, or an enqueue reservation not fully put).
+ * Returns: start as the non-blocking operations (count, -EPIPE, and
+ * -EINVAL for zc NULL or a bulk start of more than the capacity);
+ * finish: 0, or -EINVAL (zc NULL, m > k, or an enqueue reservation not
+ * fully put). Consumer-side calls on a multi-consumer ring: -EOPNOTSUPP.
+ * Same threads as the copying calls of that side.
  */
 struct bp_ring_zc {
 	uintptr_t *slot[2]; /* the reserved slots: slot[0][0..n[0]), then
@@ -176,7 +202,10 @@ int bp_ring_dequeue_zc_burst_start(struct bp_ring *r, unsigned n,
 int bp_ring_dequeue_zc_finish(struct bp_ring *r, struct bp_ring_zc *zc,
 			      unsigned m);
 
-/* Item i (0 <= i < zc->count) of a dequeue reservation. */
+/*
+ * Item i (0 <= i < zc->count) of a dequeue reservation, on the consumer
+ * thread that started it, before its finish releases the slot.
+ */
 static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
 {
 	/* relaxed: the acquire fence in *_zc_*_start ordered the contents
@@ -189,9 +218,10 @@ static inline void *bp_ring_zc_get(const struct bp_ring_zc *zc, unsigned i)
 }
 
 /*
- * Store the next item of an enqueue reservation (items are put in order).
- * Returns 0, -EINVAL if the item has bit 0 set (nothing stored: put a valid
- * item instead) or -ERANGE if all reserved slots are already put.
+ * Store the next item of an enqueue reservation (items are put in order),
+ * on the producer thread that started it. Returns 0, -EINVAL if the item has
+ * bit 0 set (nothing stored: put a valid item instead) or -ERANGE if all
+ * reserved slots are already put.
  */
 static inline int bp_ring_zc_put(struct bp_ring_zc *zc, void *item)
 {
