@@ -5,6 +5,8 @@
 #     installed into a temporary prefix;
 #  2. outside.c and outside.cpp built with pkg-config against that prefix,
 #     shared (rpath) and fully static (pkg-config --static, -static), run;
+#     outside_rdma.c likewise where the RDMA stage was built (static:
+#     batchpipe's archives, libfabric shared);
 #  3. consumer/, a meson project with batchpipe as its subproject, set up
 #     with --wrap-mode=nofallback and PKG_CONFIG_LIBDIR holding only
 #     liburcu-qsbr.pc and jemalloc.pc: ck, libfabric, liburcu-cds and cmocka
@@ -111,6 +113,39 @@ checkrun outside-cpp-shared shared
 run cxxstatic "$CXX" -std=c++17 -Wall -Wextra -Werror -pthread -static \
 	$cflags "$here/outside.cpp" -o "$tmp/outside-cpp-static" $slibs
 checkrun outside-cpp-static static
+
+# 2b. The RDMA stage, where it was built (a system libfabric was found).
+# Debian 12 has no static libpsm_infinipath (libfabric.pc's Libs.private), so
+# `pkg-config --static --libs batchpipe-rdma` cannot link: the static form
+# here is batchpipe's archives with a shared libfabric.
+if [ -f "$libdir/pkgconfig/batchpipe-rdma.pc" ]; then
+	step "outside RDMA program via pkg-config"
+	rcflags=$(pkg-config --cflags batchpipe-rdma) || fail "pkg-config batchpipe-rdma"
+	rlibs=$(pkg-config --libs batchpipe-rdma) || fail "pkg-config batchpipe-rdma"
+	rsoname=$(ls "$libdir" | grep -E '^libbatchpipe-rdma\.so\.[0-9]+\.[0-9]+$') ||
+		fail "no libbatchpipe-rdma.so.MAJOR.MINOR in $libdir"
+	# shellcheck disable=SC2086
+	run rshared "$CC" -std=c11 -Wall -Wextra -Werror $rcflags \
+		"$here/outside_rdma.c" -o "$tmp/outside-rdma-shared" $rlibs \
+		-Wl,-rpath,"$libdir"
+	"$tmp/outside-rdma-shared" || fail "outside-rdma-shared exited $?"
+	LC_ALL=C readelf -d "$tmp/outside-rdma-shared" |
+		grep -q "NEEDED.*\[$rsoname\]" || fail "outside-rdma-shared does not load $rsoname"
+	echo "ok: outside-rdma-shared (shared)"
+	# shellcheck disable=SC2086
+	run rstatic "$CC" -std=c11 -Wall -Wextra -Werror $rcflags \
+		"$here/outside_rdma.c" -o "$tmp/outside-rdma-static" \
+		$(pkg-config --libs-only-L batchpipe) -Wl,-Bstatic \
+		-lbatchpipe-rdma -lbatchpipe \
+		$(pkg-config --libs-only-l liburcu-cds liburcu-qsbr jemalloc) \
+		-Wl,-Bdynamic $(pkg-config --libs libfabric) -lm -lpthread
+	"$tmp/outside-rdma-static" || fail "outside-rdma-static exited $?"
+	LC_ALL=C readelf -d "$tmp/outside-rdma-static" | grep -q 'NEEDED.*libbatchpipe' &&
+		fail "outside-rdma-static loads a shared batchpipe"
+	echo "ok: outside-rdma-static (batchpipe static, libfabric shared)"
+else
+	echo "(no batchpipe-rdma.pc: the RDMA stage was not built, its part skipped)"
+fi
 
 # 3. batchpipe as a subproject, with only the library's own dependencies
 # visible to pkg-config and no wrap fallbacks.
