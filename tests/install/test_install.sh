@@ -37,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 # run LOG CMD...: quiet unless it fails
 run() {
@@ -65,8 +65,18 @@ for f in "$libdir/libbatchpipe.a" "$libdir/pkgconfig/batchpipe.pc" \
 	"$prefix/share/doc/batchpipe/README.md"; do
 	[ -f "$f" ] || fail "not installed: $f"
 done
-soname=$(ls "$libdir" | grep -E '^libbatchpipe\.so\.[0-9]+\.[0-9]+$') ||
-	fail "no libbatchpipe.so.MAJOR.MINOR in $libdir"
+# soname_of LIB: its SONAME, which must be NAME.so.MAJOR.MINOR (before 1.0).
+soname_of() {
+	so=$(LC_ALL=C readelf -d "$libdir/$1.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+	case $so in
+	"$1".so.*.*.* | "") fail "$1.so: soname '$so', want $1.so.MAJOR.MINOR" ;;
+	"$1".so.*.*) ;;
+	*) fail "$1.so: soname '$so', want $1.so.MAJOR.MINOR" ;;
+	esac
+	[ -e "$libdir/$so" ] || fail "$so not installed"
+	echo "$so"
+}
+soname=$(soname_of libbatchpipe) || exit 1
 echo "installed $soname"
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -122,8 +132,7 @@ if [ -f "$libdir/pkgconfig/batchpipe-rdma.pc" ]; then
 	step "outside RDMA program via pkg-config"
 	rcflags=$(pkg-config --cflags batchpipe-rdma) || fail "pkg-config batchpipe-rdma"
 	rlibs=$(pkg-config --libs batchpipe-rdma) || fail "pkg-config batchpipe-rdma"
-	rsoname=$(ls "$libdir" | grep -E '^libbatchpipe-rdma\.so\.[0-9]+\.[0-9]+$') ||
-		fail "no libbatchpipe-rdma.so.MAJOR.MINOR in $libdir"
+	rsoname=$(soname_of libbatchpipe-rdma) || exit 1
 	# shellcheck disable=SC2086
 	run rshared "$CC" -std=c11 -Wall -Wextra -Werror $rcflags \
 		"$here/outside_rdma.c" -o "$tmp/outside-rdma-shared" $rlibs \
@@ -132,13 +141,15 @@ if [ -f "$libdir/pkgconfig/batchpipe-rdma.pc" ]; then
 	LC_ALL=C readelf -d "$tmp/outside-rdma-shared" |
 		grep -q "NEEDED.*\[$rsoname\]" || fail "outside-rdma-shared does not load $rsoname"
 	echo "ok: outside-rdma-shared (shared)"
+	ldirs=$(pkg-config --libs-only-L batchpipe)
+	adeps=$(pkg-config --libs-only-l liburcu-cds liburcu-qsbr jemalloc) ||
+		fail "pkg-config liburcu-cds liburcu-qsbr jemalloc"
+	fabric=$(pkg-config --libs libfabric) || fail "pkg-config libfabric"
 	# shellcheck disable=SC2086
 	run rstatic "$CC" -std=c11 -Wall -Wextra -Werror $rcflags \
-		"$here/outside_rdma.c" -o "$tmp/outside-rdma-static" \
-		$(pkg-config --libs-only-L batchpipe) -Wl,-Bstatic \
-		-lbatchpipe-rdma -lbatchpipe \
-		$(pkg-config --libs-only-l liburcu-cds liburcu-qsbr jemalloc) \
-		-Wl,-Bdynamic $(pkg-config --libs libfabric) -lm -lpthread
+		"$here/outside_rdma.c" -o "$tmp/outside-rdma-static" $ldirs \
+		-Wl,-Bstatic -lbatchpipe-rdma -lbatchpipe $adeps \
+		-Wl,-Bdynamic $fabric -lm -lpthread
 	"$tmp/outside-rdma-static" || fail "outside-rdma-static exited $?"
 	LC_ALL=C readelf -d "$tmp/outside-rdma-static" | grep -q 'NEEDED.*libbatchpipe' &&
 		fail "outside-rdma-static loads a shared batchpipe"
@@ -183,6 +194,7 @@ for t in $targets; do
 done
 [ -f "$tmp/consumer/build/subprojects/batchpipe/src/libbatchpipe.a" ] ||
 	fail "no static libbatchpipe.a in the subproject"
-ls "$tmp/consumer/build/subprojects/batchpipe/src/" | grep -q '\.so' &&
-	fail "the subproject built a shared library under default_library=static"
+for f in "$tmp/consumer/build/subprojects/batchpipe/src/"*.so*; do
+	[ -e "$f" ] && fail "the subproject built $f under default_library=static"
+done
 echo "ok: consumer (subproject, static)"
