@@ -181,7 +181,7 @@ grep -E "fallback subproject|Executing subproject (urcu|jemalloc|ck|libfabric)" 
 run cbuild ninja -C "$tmp/consumer/build"
 "$tmp/consumer/build/outside" || fail "consumer's outside exited $?"
 # Only the library was built, and only its static archive (the consumer
-# asks the subproject for default_library=static).
+# sets default_library=static, which batchpipe follows).
 targets=$(meson introspect "$tmp/consumer/build" --targets | python3 -c '
 import json, sys
 print(" ".join(sorted(t["name"] for t in json.load(sys.stdin))))')
