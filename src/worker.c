@@ -2,7 +2,7 @@
 /*
  * The worker loop. Each pass:
  *
- *   announce a quiescent state (RCU QSBR), read the live configuration
+ *   load the live configuration          (acknowledge a new copy)
  *   poll the stage                       (asynchronous completions)
  *   dequeue a burst <= B from ingress    only while below max_inflight
  *   process it                           (or cancel it, when aborting)
@@ -13,20 +13,71 @@
  * worker is its only producer). Counters are the worker's own.
  *
  * A worker with nothing to do and nothing in flight waits on the ingress
- * ring's eventcount as its wait policy says, offline for RCU meanwhile (a
- * sleeping worker must not hold up a reconfiguration). With jobs in flight
- * it keeps polling the stage, yielding the CPU between passes.
+ * ring's eventcount as its wait policy says, offline meanwhile (a sleeping
+ * worker must not hold up a reconfiguration). With jobs in flight it keeps
+ * polling the stage, yielding the CPU between passes.
  */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 
-#include <urcu/urcu-qsbr.h>
-
 #include "pipeline_internal.h"
 #include "ring_internal.h"
-#include "tsan.h"
 #include "wait_internal.h"
+
+/* The worker running on this thread, if any (bpi_on_worker_of). */
+static _Thread_local const struct bp_worker *this_worker;
+
+bool bpi_on_worker_of(const struct bp_pipeline *p)
+{
+	return this_worker && this_worker->p == p;
+}
+
+/*
+ * The live configuration, as pipeline.c's reconfigure() replaces it. Each
+ * pass loads the pointer; only when it changed does the worker acknowledge
+ * the new copy's gen in cfg_seen, with a release that orders every use of
+ * the old copy (and of the stage context it held) before it. No fence, no
+ * call on the pass: one acquire load and a compare when nothing changed.
+ */
+static inline void cfg_refresh(struct bp_worker *w)
+{
+	/* acquire: pairs with reconfigure()'s store: nc's fields are seen */
+	const struct live_cfg *c =
+		atomic_load_explicit(&w->p->live, memory_order_acquire);
+
+	if (__builtin_expect(c == w->cfg, 1))
+		return;
+	w->cfg = c;
+	/* release: pairs with wait_ack()'s load; the old copy is done with */
+	atomic_store_explicit(&w->cfg_seen, c->gen, memory_order_release);
+}
+
+/* Before a wait: the worker holds no copy until cfg_online. */
+static void cfg_offline(struct bp_worker *w)
+{
+	/* release: pairs with wait_ack()'s load; the copy is done with */
+	atomic_store_explicit(&w->cfg_seen, LIVE_GEN_OFFLINE,
+			      memory_order_release);
+}
+
+/*
+ * After a wait (or at thread start): say "online, copy unknown" before
+ * loading the pointer. seq_cst store then seq_cst load, against
+ * reconfigure()'s seq_cst store of the pointer then seq_cst load of
+ * cfg_seen: one of the two sees the other's store (see wait_ack()).
+ */
+static void cfg_online(struct bp_worker *w)
+{
+	const struct live_cfg *c;
+
+	atomic_store_explicit(&w->cfg_seen, LIVE_GEN_FIRST,
+			      memory_order_seq_cst);
+	c = atomic_load_explicit(&w->p->live, memory_order_seq_cst);
+	w->cfg = c;
+	/* release: as in cfg_refresh */
+	atomic_store_explicit(&w->cfg_seen, c->gen, memory_order_release);
+}
 
 unsigned bp_worker_id(const struct bp_worker *w)
 {
@@ -207,10 +258,9 @@ static void idle(struct bp_worker *w, bool eos)
 	} else if (eos) {
 		return; /* nothing held, stream ended: the loop exits */
 	}
-	bp_tsan_release(w); /* TSAN: offline counts as quiescent */
-	urcu_qsbr_thread_offline();
+	cfg_offline(w);
 	bpi_wait_loop(&pol, q, ready, w, -1);
-	urcu_qsbr_thread_online();
+	cfg_online(w);
 	w->pass_on = ready == worker_has_work;
 }
 static int go_said(void *arg)
@@ -244,31 +294,24 @@ void *bpi_worker_main(void *arg)
 	bool eos = false;
 	int rc = 0;
 
-	urcu_qsbr_register_thread();
-	w->cfg = rcu_dereference(p->live);
-	bp_tsan_acquire(w->cfg);
+	this_worker = w;
+	cfg_online(w);
 	if (st->init)
 		rc = st->init(w, &w->state);
 	/* release: start() reads the result after seeing inits_done */
 	atomic_store_explicit(&w->init_rc, rc, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->inits_done, 1, memory_order_release);
 	bp_waitq_wake_all_slow(&p->start_wq);
-	bp_tsan_release(w);
-	urcu_qsbr_thread_offline();
+	cfg_offline(w);
 	int go = wait_go(p);
-	urcu_qsbr_thread_online();
-	w->cfg = rcu_dereference(p->live); /* the old one may be gone */
-	bp_tsan_acquire(w->cfg);
+	cfg_online(w); /* the copy init saw may be gone */
 	if (go < 0 || rc != 0)
 		goto out;
 
 	for (;;) {
 		unsigned progress = 0;
 
-		bp_tsan_release(w); /* TSAN: the grace period waits for this */
-		urcu_qsbr_quiescent_state();
-		w->cfg = rcu_dereference(p->live);
-		bp_tsan_acquire(w->cfg); /* TSAN: pairs with reconfigure() */
+		cfg_refresh(w);
 		if (st->poll && w->taken != w->handed + pending(w))
 			st->poll(w->state, w);
 		/* acquire: pairs with abort()'s release */
@@ -308,7 +351,7 @@ out:
 	/* this worker is its egress ring's only producer: it ends the stream */
 	bp_ring_close(w->egress);
 	bp_waitq_wake_all_slow(&p->sink_wq);
-	bp_tsan_release(w);
-	urcu_qsbr_unregister_thread();
+	cfg_offline(w);
+	this_worker = NULL;
 	return NULL;
 }
