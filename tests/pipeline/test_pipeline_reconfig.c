@@ -35,7 +35,11 @@
  *   - another pipeline whose stage blocks inside process.
  * Each set_* call runs on a changer thread and must return within 2 s
  * (it blocked until the other party let go, which main does after 5 s),
- * and each change must reach this pipeline's workers. A change asked for
+ * and each change must reach this pipeline's workers. A worker of the
+ * pipeline itself blocked in process does hold the change up (no callback
+ * may see the old context after it returns): the log gets a warning
+ * naming the worker after 1 s, and the call returns once the callback
+ * does. A change asked for
  * from the pipeline's own stage callback gets -EDEADLK (its worker could
  * never take it), not a hang.
  * BP_RECONFIG_ITERS overrides the number of changes (default 1000 x
@@ -834,6 +838,84 @@ static void from_own_callback(void)
 	bp_pipeline_destroy(selfish);
 }
 
+/* The pipeline's own worker blocked in process: waited for, with a warning */
+static char own_log[256];
+static atomic_bool own_warned, own_released, own_released_at_return;
+static _Atomic int own_rc = 1;
+
+static void own_logger(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	if (lvl == BP_LOG_WARN && !atomic_load(&own_warned)) {
+		snprintf(own_log, sizeof(own_log), "%s", msg);
+		atomic_store(&own_warned, true);
+	}
+}
+
+static void *own_changer_main(void *arg)
+{
+	int rc = bp_pipeline_set_max_batch(arg, 2);
+
+	atomic_store(&own_released_at_return, atomic_load(&own_released));
+	atomic_store(&own_rc, rc);
+	return NULL;
+}
+
+static void own_worker_blocked(void)
+{
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p;
+	static struct bp_job job;
+	struct bp_job *ptr = &job;
+	pthread_t t;
+	int64_t end;
+	int rc;
+
+	bp_pipeline_config_init(&cfg);
+	cfg.workers = 2;
+	cfg.stage = &blocker_stage;
+	cfg.sink = blocker_sink;
+	cfg.log = own_logger;
+	atomic_store(&blocker_in, false);
+	atomic_store(&blocker_let_go, false);
+	if ((rc = bp_pipeline_create(&cfg, &p)) ||
+	    (rc = bp_pipeline_start(p))) {
+		pt_fail("own pipeline: %s", bp_strerror(rc));
+		return;
+	}
+	if (bp_pipeline_submit(p, &ptr, 1, 0, -1) != 1)
+		pt_fail("own: submit");
+	while (!atomic_load(&blocker_in))
+		pt_sleep_ms(1);
+	if (pthread_create(&t, NULL, own_changer_main, p)) {
+		pt_fail("pthread_create");
+		blocker_release();
+		bp_pipeline_destroy(p);
+		return;
+	}
+	end = pt_now_ns() + 20 * (int64_t)1000000000;
+	while (!atomic_load(&own_warned) && pt_now_ns() < end)
+		pt_sleep_ms(1);
+	if (!atomic_load(&own_warned))
+		pt_fail("own worker blocked: no warning in the log after 20 s");
+	else if (!strstr(own_log, "set_max_batch") ||
+		 !strstr(own_log, "worker"))
+		pt_fail("own worker blocked: warning says \"%s\"", own_log);
+	atomic_store(&own_released, true);
+	blocker_release();
+	pthread_join(t, NULL);
+	if (atomic_load(&own_rc) != 0)
+		pt_fail("own worker blocked: set_max_batch: %d",
+			atomic_load(&own_rc));
+	if (!atomic_load(&own_released_at_return))
+		pt_fail("own worker blocked: set_max_batch returned while a "
+			"worker was still inside the callback");
+	printf("own worker blocked: warned \"%s\"\n", own_log);
+	if ((rc = bp_pipeline_drain(p)))
+		pt_fail("own: drain: %d", rc);
+	bp_pipeline_destroy(p);
+}
+
 static int promptness(void)
 {
 	unsigned fails0 = pt_failures();
@@ -883,6 +965,7 @@ static int promptness(void)
 		bp_pipeline_destroy(blocked);
 	}
 	from_own_callback();
+	own_worker_blocked();
 	return pt_failures() != fails0;
 }
 
