@@ -205,7 +205,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 	}
 	if (c->progress_threads) {
 		for (unsigned k = 0; k < c->rails; k++) {
-			char name[16];
+			char name[24]; /* bpi_thread_start keeps 15 */
 
 			snprintf(name, sizeof(name), "bp-rail-%u", k);
 			rc = bpi_thread_start(
