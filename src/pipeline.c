@@ -10,11 +10,11 @@
  * gap.
  *
  * Live configuration lives in a struct that is replaced, never changed:
- * workers read it through RCU (QSBR: each pass announces a quiescent state,
- * which costs a load and a compare when nothing changed); the writer
- * publishes a new copy, waits for a grace period and frees the old one.
+ * workers load it each pass (a load and a compare when nothing changed);
+ * the writer publishes a new copy, waits until every worker has
+ * acknowledged it or is idle, and frees the old one (reconfigure()).
  * Producers read max_batch and the flush deadline from two relaxed atomics
- * instead, because application threads are not RCU readers.
+ * instead.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,13 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <urcu/urcu-qsbr.h>
+#include <time.h>
 
 #include "pipeline_internal.h"
 #include "ring_internal.h"
 #include "self.h"
-#include "tsan.h"
+#include "thread.h"
 #include "wait_internal.h"
 
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
@@ -178,6 +177,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	p->sink_credit = calloc(c->workers, sizeof(*p->sink_credit));
 	if (!p->live || !p->sink_ended || !p->sink_credit)
 		goto fail;
+	p->live->gen = LIVE_GEN_FIRST;
 	p->live->max_batch = c->max_batch;
 	p->live->worker_wait = c->worker_wait;
 	p->live->stage_ctx = c->stage_ctx;
@@ -276,26 +276,37 @@ static void wait_inits(struct bp_pipeline *p, unsigned n)
 		; /* -EINTR: a signal, not the condition; wait again */
 }
 
-/* name: shown by top -H, perf and gdb; at most 15 characters */
-static int start_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg,
-			const char *name)
+int bpi_pipeline_thread_start(struct bp_pipeline *p, pthread_t *t,
+			      enum bp_thread_role role, unsigned index, int cpu,
+			      void *(*fn)(void *), void *arg)
 {
-	pthread_attr_t attr;
-	int rc;
+	char name[24];
 
-	pthread_attr_init(&attr);
-	if (cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	switch (role) {
+	case BP_THREAD_WORKER:
+		snprintf(name, sizeof(name), "bp-worker-%u", index);
+		break;
+	case BP_THREAD_SINK:
+		snprintf(name, sizeof(name), "bp-sink");
+		break;
+	case BP_THREAD_FLUSHER:
+		snprintf(name, sizeof(name), "bp-flush-%u", index);
+		break;
+	default:
+		snprintf(name, sizeof(name), "bp-%u", index);
+		break;
 	}
-	rc = pthread_create(t, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	if (rc == 0)
-		pthread_setname_np(*t, name); /* a name is a courtesy: ignore */
-	return -rc;
+	return bpi_thread_start(t, &(struct bpi_thread_spec){
+					   .fn = fn,
+					   .arg = arg,
+					   .name = name,
+					   .cpu = cpu,
+					   .role = role,
+					   .index = index,
+					   .on_start = p->cfg.thread_start,
+					   .on_stop = p->cfg.thread_stop,
+					   .hook_ctx = p->cfg.thread_ctx,
+				   });
 }
 
 static void join_workers(struct bp_pipeline *p)
@@ -337,11 +348,9 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	for (; started < p->nworkers; started++) {
 		struct bp_worker *w = &p->workers[started];
 
-		char name[24];
-
-		snprintf(name, sizeof(name), "bp-worker-%u", started);
-		name[15] = '\0'; /* the kernel keeps 15 characters */
-		rc = start_thread(&w->thread, w->cpu, bpi_worker_main, w, name);
+		rc = bpi_pipeline_thread_start(p, &w->thread, BP_THREAD_WORKER,
+					       started, w->cpu, bpi_worker_main,
+					       w);
 		if (rc) {
 			bpi_log(p, BP_LOG_ERROR,
 				"worker %u: cannot start thread (cpu %d): %s",
@@ -360,8 +369,9 @@ int bp_pipeline_start(struct bp_pipeline *p)
 				bp_strerror(rc));
 	}
 	if (!rc) {
-		rc = start_thread(&p->sink_thread, p->cfg.sink_cpu,
-				  bpi_sink_main, p, "bp-sink");
+		rc = bpi_pipeline_thread_start(
+			p, &p->sink_thread, BP_THREAD_SINK, 0, p->cfg.sink_cpu,
+			bpi_sink_main, p);
 		if (rc)
 			bpi_log(p, BP_LOG_ERROR, "cannot start the sink: %s",
 				bp_strerror(rc));
@@ -738,17 +748,80 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 /* ------------------------------------------------------ live changes */
 
 /*
- * Publish a modified copy of the live configuration and free the old one
- * after a grace period. Reconfiguration is a cold path: one at a time,
- * callers spin briefly on a flag to serialise (never a worker).
+ * Wait until worker w no longer uses any copy older than gen: it has
+ * acknowledged gen (or newer), or it is offline. Only this pipeline's
+ * workers count; a worker inside a long stage callback is waited for, with
+ * a warning after WAIT_WARN_NS, since that is what the caller asked for.
+ *
+ * The worker publishes LIVE_GEN_FIRST before it loads the live pointer when
+ * coming online (worker.c), and this thread swapped the pointer before
+ * loading cfg_seen: both seq_cst, so if this load still sees OFFLINE, the
+ * worker's load comes later in the single total order and finds the new
+ * copy (the old one is never in its hands).
+ */
+#define WAIT_WARN_NS 1000000000
+
+static void wait_ack(struct bp_pipeline *p, struct bp_worker *w, uint64_t gen,
+		     const char *what)
+{
+	int64_t t0 = 0, pause_ns = 1000;
+	unsigned spins = 0;
+	bool warned = false;
+
+	for (;;) {
+		/* seq_cst: see above; it also acquires what the worker did
+		 * with the old copy before its release of cfg_seen */
+		uint64_t seen = atomic_load_explicit(&w->cfg_seen,
+						     memory_order_seq_cst);
+
+		if (seen == LIVE_GEN_OFFLINE || seen >= gen)
+			return;
+		/* a worker pass is short: yield first, then sleep growing */
+		if (spins++ < 64) {
+			sched_yield();
+			continue;
+		}
+		if (!t0)
+			t0 = bp_now_ns();
+		if (!warned && bp_now_ns() - t0 > WAIT_WARN_NS) {
+			bpi_log(p, BP_LOG_WARN,
+				"%s: waiting for worker %u, inside a stage "
+				"callback for more than 1 s",
+				what, w->id);
+			warned = true;
+		}
+		struct timespec ts = {0, (long)pause_ns};
+
+		nanosleep(&ts, NULL);
+		if (pause_ns < 1000000)
+			pause_ns *= 2;
+	}
+}
+
+/*
+ * Publish a modified copy of the live configuration, wait until no worker
+ * can be using the old one, and free it. Reconfiguration is a cold path:
+ * one at a time, callers spin briefly on a flag to serialise (never a
+ * worker).
+ *
+ * Why not liburcu (call_rcu or synchronize_rcu): its QSBR domain is the
+ * whole process's. A grace period waits for every registered thread, the
+ * application's and other pipelines' included, so one application thread
+ * that stays online made a live change block for seconds; and call_rcu's
+ * caller must itself be a registered, online reader, which the caller here
+ * need not be, while rcu_barrier at destroy would wait for everyone's
+ * callbacks. The acknowledgement below depends on this pipeline's workers
+ * alone.
  */
 static int reconfigure(struct bp_pipeline *p,
 		       void (*edit)(struct live_cfg *, const void *),
-		       const void *arg)
+		       const void *arg, const char *what)
 {
-	struct live_cfg *nc = malloc(sizeof(*nc)), *old;
+	struct live_cfg *nc, *old;
 	int expect = 0;
 
+	/* the callers refused a call from p's own threads (-EDEADLK) */
+	nc = malloc(sizeof(*nc));
 	if (!nc)
 		return -ENOMEM;
 	/* acquire: the previous reconfiguration's writes are visible */
@@ -758,15 +831,18 @@ static int reconfigure(struct bp_pipeline *p,
 		expect = 0;
 		sched_yield();
 	}
-	old = p->live;
+	/* relaxed: only reconfigurations store it, and they are serialised */
+	old = atomic_load_explicit(&p->live, memory_order_relaxed);
 	*nc = *old;
+	nc->gen = old->gen + 1;
 	edit(nc, arg);
-	bp_tsan_release(nc); /* TSAN: workers acquire it after dereferencing */
-	old = rcu_xchg_pointer(&p->live, nc);
-	/* every worker has passed a quiescent state: none can see old */
-	urcu_qsbr_synchronize_rcu();
+	/*
+	 * seq_cst: release for the workers' acquire of the pointer (they see
+	 * nc's fields), and ordered before the loads of cfg_seen in wait_ack
+	 */
+	atomic_store_explicit(&p->live, nc, memory_order_seq_cst);
 	for (unsigned i = 0; i < p->nworkers; i++)
-		bp_tsan_acquire(&p->workers[i]); /* TSAN: see worker.c */
+		wait_ack(p, &p->workers[i], nc->gen, what);
 	free(old);
 	/* release: pairs with the acquire above */
 	atomic_store_explicit(&p->reconfig_busy, 0, memory_order_release);
@@ -826,7 +902,7 @@ int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 
 	if (rc)
 		return rc;
-	rc = reconfigure(p, edit_batch, &max_batch);
+	rc = reconfigure(p, edit_batch, &max_batch, "bp_pipeline_set_max_batch");
 
 	if (rc == 0)
 		/* relaxed: producers pick it up on their next call */
@@ -860,7 +936,7 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 	}
 	int rc = live_change_check(p, true, "bp_pipeline_set_worker_wait");
 
-	return rc ? rc : reconfigure(p, edit_wait, w);
+	return rc ? rc : reconfigure(p, edit_wait, w, "bp_pipeline_set_worker_wait");
 }
 
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
@@ -869,5 +945,5 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
 		return -EINVAL;
 	int rc = live_change_check(p, true, "bp_pipeline_set_stage_ctx");
 
-	return rc ? rc : reconfigure(p, edit_ctx, &ctx);
+	return rc ? rc : reconfigure(p, edit_ctx, &ctx, "bp_pipeline_set_stage_ctx");
 }

@@ -21,8 +21,12 @@
 /* The pipeline's seqs are ingress positions: they wrap with them. */
 #define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
-/* What workers read each pass through RCU (QSBR): replaced, never changed. */
+/*
+ * What workers read each pass: replaced, never changed (reconfigure() in
+ * pipeline.c). gen counts the copies: the first is LIVE_GEN_FIRST.
+ */
 struct live_cfg {
+	uint64_t gen;
 	unsigned max_batch;
 	struct bp_wait_policy worker_wait;
 	void *stage_ctx;
@@ -42,6 +46,12 @@ struct bp_worker {
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
 	const struct live_cfg *cfg; /* valid during one pass */
+	/*
+	 * written by the worker, read by reconfigure(): the gen of the copy
+	 * in use, LIVE_GEN_OFFLINE while none is, LIVE_GEN_FIRST while coming
+	 * back (see worker.c)
+	 */
+	_Atomic uint64_t cfg_seen;
 	bool cancel_called;
 	bool pass_on; /* back from an idle wait on ingress: see take_batch */
 
@@ -87,8 +97,8 @@ struct bp_pipeline {
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;
 	_Atomic uint64_t live_flush_ns;
-	/* read by workers through RCU */
-	struct live_cfg *live;
+	/* read by workers each pass; replaced by reconfigure() */
+	_Atomic(struct live_cfg *) live;
 	_Atomic int
 		reconfig_busy; /* one reconfiguration at a time (cold path) */
 
@@ -120,6 +130,9 @@ struct bp_pipeline {
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 	     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+#define LIVE_GEN_OFFLINE 0u
+#define LIVE_GEN_FIRST	 1u
+
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
 
@@ -128,6 +141,15 @@ void *bpi_sink_main(void *arg);
  * the stoppers, which may then join it and free the pipeline.
  */
 void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited);
+
+/*
+ * Start one of p's threads through bpi_thread_start (thread.h): named after
+ * role and index ("bp-worker-3"), pinned to cpu (-1: not), with the
+ * config's thread hooks. Returns 0 and *t, or a negative errno. Cold path.
+ */
+int bpi_pipeline_thread_start(struct bp_pipeline *p, pthread_t *t,
+			      enum bp_thread_role role, unsigned index, int cpu,
+			      void *(*fn)(void *), void *arg);
 
 /* Latency bucket of a duration in ns: 4 buckets per power of two. */
 static inline unsigned bpi_lat_bucket(uint64_t ns)

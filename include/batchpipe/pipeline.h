@@ -51,6 +51,22 @@ struct bp_pipeline;
 /* Log levels for the log callback. */
 enum bp_log_level { BP_LOG_ERROR = 0, BP_LOG_WARN = 1, BP_LOG_INFO = 2 };
 
+/* What a thread the library created is for (the thread hooks' role). */
+enum bp_thread_role {
+	BP_THREAD_WORKER = 0,	     /* index: the worker, 0..workers-1 */
+	BP_THREAD_SINK = 1,	     /* index 0 */
+	BP_THREAD_FLUSHER = 2,	     /* producers' staging flusher */
+	BP_THREAD_RDMA_PROGRESS = 3, /* an RDMA node's rail; index: the rail */
+};
+
+/*
+ * A thread hook: called on the library's thread itself (pthread_self() is
+ * that thread), with its role and index and the config's thread_ctx.
+ * Hooks of different threads run concurrently.
+ */
+typedef void bp_thread_hook(void *thread_ctx, enum bp_thread_role role,
+			    unsigned index);
+
 struct bp_pipeline_config {
 	unsigned workers;	   /* 1..BP_MAX_WORKERS (default 2) */
 	unsigned ingress_capacity; /* jobs queued before workers (default 4096)
@@ -84,6 +100,24 @@ struct bp_pipeline_config {
 	/* optional: the library's only way to say something */
 	void (*log)(void *log_ctx, enum bp_log_level level, const char *msg);
 	void *log_ctx;
+
+	/*
+	 * optional: thread_start runs first on every thread the pipeline
+	 * creates (workers, the sink), before anything else there, the
+	 * stage's init included; thread_stop runs last on it, after the
+	 * stage's fini, just before the thread ends (bp_pipeline_drain,
+	 * abort or a failed start joins it). Each runs once per thread. Use
+	 * them to pin, name (the library has named it "bp-worker-N" or
+	 * "bp-sink" already), set the scheduling policy, or register the
+	 * thread with a runtime (liburcu included: see "live changes") and
+	 * unregister it. The threads start with every signal blocked but
+	 * those a fault raises (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
+	 * SIGSYS), so that signals meant for the application never land on
+	 * them; a hook may unblock some for its thread.
+	 */
+	bp_thread_hook *thread_start;
+	bp_thread_hook *thread_stop;
+	void *thread_ctx;
 };
 
 /* Fill *c with the defaults above (stage and sink left NULL). NULL is
@@ -186,13 +220,36 @@ void bp_pipeline_destroy(struct bp_pipeline *p);
 /* ------------------------------------------------------- live changes */
 /*
  * These take effect while the pipeline runs, without stopping workers:
- * workers read the configuration through RCU and pay one load per pass.
+ * the live configuration is a copy that is replaced, never changed, and
+ * each worker pass reads it with one load and a compare (about 5
+ * instructions, counted with valgrind: see worker.c); a worker that finds
+ * a new copy acknowledges it with one store. set_max_batch, set_worker_wait
+ * and set_stage_ctx publish a new copy and return once every worker of
+ * this pipeline has acknowledged it or is idle (asleep, not started, or
+ * stopped): from then on no dequeue uses the old max_batch or wait policy,
+ * and no callback sees the old stage context. set_flush_deadline is one
+ * store that producers read on their next call. A worker inside a long
+ * stage callback holds the call up until that callback returns; after 1 s
+ * of this the log callback gets a warning naming the worker. Nothing else
+ * does: neither other pipelines nor the application's threads.
+ *
+ * liburcu: the library registers no thread with liburcu and never waits
+ * for an RCU grace period, so an application (or a stage) using any
+ * liburcu flavour, QSBR included, neither delays these calls nor is
+ * delayed by the pipeline's threads. A stage that uses urcu-qsbr on a
+ * worker must register the thread itself (thread_start / thread_stop
+ * hooks) and announce quiescent states from its callbacks; an idle worker
+ * sleeps without telling liburcu, so such a stage should rather go
+ * offline at the end of each callback (urcu_qsbr_thread_offline) or use
+ * the memb flavour, whose readers need no announcements.
+ *
  * Each returns 0, -EINVAL for NULL p or an out-of-range value (max_batch:
  * 1 .. min(BP_MAX_BATCH, max_inflight); logged), -EPIPE once drain or abort
- * has begun, or -ENOMEM. They may be called from any thread before or
- * after start. All but set_flush_deadline wait for every worker (an RCU
- * grace period), so from a stage or sink callback of this pipeline they
- * return -EDEADLK (logged); set_flush_deadline works there too.
+ * has begun, -ENOMEM, or -EDEADLK (logged) when called from one of this
+ * pipeline's own stage or sink callbacks (its worker could never
+ * acknowledge; set_flush_deadline works there too). They may be called
+ * from any other thread, before or after start; several at once are
+ * applied one after another.
  */
 int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch);
 int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns);
@@ -200,7 +257,7 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 				const struct bp_wait_policy *w);
 /*
  * Replace the stage context. Returns once no worker can still be using the
- * old one: the caller may free it then.
+ * old one (see above): the caller may free it then.
  */
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 

@@ -324,6 +324,12 @@ struct bp_rdma_node_config {
 	void *data_ctx;
 	void (*log)(void *log_ctx, enum bp_log_level level, const char *msg);
 	void *log_ctx;
+	/* optional: as bp_pipeline_config's, on each progress thread (role
+	 * BP_THREAD_RDMA_PROGRESS, index: the rail), which starts with
+	 * asynchronous signals blocked as the pipeline's threads do */
+	bp_thread_hook *thread_start;
+	bp_thread_hook *thread_stop;
+	void *thread_ctx;
 };
 
 void bp_rdma_node_config_init(struct bp_rdma_node_config *c);

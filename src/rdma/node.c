@@ -14,11 +14,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../thread.h"
 #include "rdma_internal.h"
 
 struct node_rail {
@@ -205,14 +205,22 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 	}
 	if (c->progress_threads) {
 		for (unsigned k = 0; k < c->rails; k++) {
-			sigset_t all, old;
+			char name[24]; /* bpi_thread_start keeps 15 */
 
-			/* the library's threads take no signals */
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &old);
-			rc = -pthread_create(&n->rails[k].thread, NULL,
-					     rail_main, &n->rails[k]);
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			snprintf(name, sizeof(name), "bp-rail-%u", k);
+			rc = bpi_thread_start(
+				&n->rails[k].thread,
+				&(struct bpi_thread_spec){
+					.fn = rail_main,
+					.arg = &n->rails[k],
+					.name = name,
+					.cpu = -1,
+					.role = BP_THREAD_RDMA_PROGRESS,
+					.index = k,
+					.on_start = c->thread_start,
+					.on_stop = c->thread_stop,
+					.hook_ctx = c->thread_ctx,
+				});
 			if (rc)
 				goto fail;
 			n->rails[k].thread_started = true;

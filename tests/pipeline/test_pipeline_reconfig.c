@@ -28,6 +28,20 @@
  *     arrive in the order it submitted them.
  *
  * Two phases: unordered (4 workers), ordered (3 workers).
+ *
+ * Before them, live changes must return promptly whatever else runs:
+ *   - an application thread registered with liburcu QSBR that stays online
+ *     and never announces a quiescent state;
+ *   - another pipeline whose stage blocks inside process.
+ * Each set_* call runs on a changer thread and must return within 2 s
+ * (it blocked until the other party let go, which main does after 5 s),
+ * and each change must reach this pipeline's workers. A worker of the
+ * pipeline itself blocked in process does hold the change up (no callback
+ * may see the old context after it returns): the log gets a warning
+ * naming the worker after 1 s, and the call returns once the callback
+ * does. A change asked for
+ * from the pipeline's own stage callback gets -EDEADLK (its worker could
+ * never take it), not a hang.
  * BP_RECONFIG_ITERS overrides the number of changes (default 1000 x
  * stress scale; 1/4 under TSAN).
  */
@@ -41,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <urcu/urcu-qsbr.h>
 
 #include <batchpipe/batchpipe.h>
 
@@ -565,6 +581,388 @@ static int phase(bool ord, unsigned workers, unsigned iters, unsigned seed)
 	return pt_failures() != fails0;
 }
 
+/* ------------------------------------------------------- promptness */
+
+#define PROMPT_NS  (2 * (int64_t)1000000000) /* it was 3 s to forever */
+#define RELEASE_NS (5 * (int64_t)1000000000) /* main lets the blocker go */
+
+/* The probe pipeline's stage: records what its workers see. */
+static atomic_ulong probe_max_n;  /* largest dequeue since reset */
+static _Atomic(void *) probe_ctx; /* the context the last pass used */
+static atomic_ulong probe_done;	  /* jobs delivered */
+
+static void probe_process(void *state, struct bp_worker *w,
+			  struct bp_job **jobs, unsigned n)
+{
+	unsigned long m = atomic_load(&probe_max_n);
+
+	(void)state;
+	while (m < n && !atomic_compare_exchange_weak(&probe_max_n, &m, n))
+		;
+	atomic_store(&probe_ctx, bp_worker_stage_ctx(w));
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage probe_stage = {
+	.name = "probe",
+	.process = probe_process,
+};
+
+static void probe_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	(void)jobs;
+	atomic_fetch_add(&probe_done, n);
+}
+
+/* Submit k jobs to the probe and wait (bounded) until they are back. */
+static void probe_run(struct bp_pipeline *p, struct bp_job *jobs, unsigned k)
+{
+	struct bp_job *ptrs[64];
+	unsigned long want = atomic_load(&probe_done) + k;
+	int64_t end = pt_now_ns() + 20 * (int64_t)1000000000;
+
+	for (unsigned i = 0; i < k; i++)
+		ptrs[i] = &jobs[i];
+	if (bp_pipeline_submit(p, ptrs, k, 0, -1) != (int)k)
+		pt_fail("probe: submit");
+	while (atomic_load(&probe_done) < want && pt_now_ns() < end)
+		pt_sleep_ms(1);
+	if (atomic_load(&probe_done) < want)
+		pt_fail("probe: jobs not back");
+}
+
+struct changer {
+	struct bp_pipeline *p;
+	const char *against;
+	int64_t worst_ns;
+	const char *worst;
+	atomic_bool done;
+};
+
+static void timed(struct changer *ch, const char *what, int rc, int64_t t0)
+{
+	int64_t d = pt_now_ns() - t0;
+
+	if (rc)
+		pt_fail("%s: %s: %d", ch->against, what, rc);
+	if (d > ch->worst_ns) {
+		ch->worst_ns = d;
+		ch->worst = what;
+	}
+}
+
+/* Every live change once, timed, each checked to reach the workers. */
+static void *changer_main(void *arg)
+{
+	struct changer *ch = arg;
+	static struct bp_job jobs[64];
+	static int ctx_a, ctx_b;
+	struct bp_wait_policy wp;
+	int64_t t0;
+
+	probe_run(ch->p, jobs, 64); /* the workers are up and passing */
+	t0 = pt_now_ns();
+	timed(ch, "set_stage_ctx", bp_pipeline_set_stage_ctx(ch->p, &ctx_a),
+	      t0);
+	t0 = pt_now_ns();
+	timed(ch, "set_max_batch", bp_pipeline_set_max_batch(ch->p, 1), t0);
+	atomic_store(&probe_max_n, 0);
+	probe_run(ch->p, jobs, 64);
+	if (atomic_load(&probe_max_n) != 1)
+		pt_fail("%s: max_batch 1 set, a dequeue took %lu", ch->against,
+			atomic_load(&probe_max_n));
+	if (atomic_load(&probe_ctx) != &ctx_a)
+		pt_fail("%s: the new stage ctx did not reach the workers",
+			ch->against);
+	bp_wait_policy_init(&wp);
+	wp.strategy = BP_WAIT_SLEEP;
+	t0 = pt_now_ns();
+	timed(ch, "set_worker_wait", bp_pipeline_set_worker_wait(ch->p, &wp),
+	      t0);
+	t0 = pt_now_ns();
+	timed(ch, "set_flush_deadline",
+	      bp_pipeline_set_flush_deadline(ch->p, 123456), t0);
+	t0 = pt_now_ns();
+	timed(ch, "set_stage_ctx", bp_pipeline_set_stage_ctx(ch->p, &ctx_b),
+	      t0);
+	t0 = pt_now_ns();
+	timed(ch, "set_max_batch", bp_pipeline_set_max_batch(ch->p, 64), t0);
+	probe_run(ch->p, jobs, 64);
+	if (atomic_load(&probe_ctx) != &ctx_b)
+		pt_fail("%s: the second stage ctx did not reach the workers",
+			ch->against);
+	atomic_store(&ch->done, true);
+	return NULL;
+}
+
+/*
+ * Run the changes on a probe pipeline while something else holds on;
+ * release() lets it go once the changes are done, or after RELEASE_NS
+ * (so that a change that waits for it fails the bound instead of hanging).
+ */
+static void prompt_changes(const char *against, void (*release)(void))
+{
+	struct bp_pipeline_config cfg;
+	struct changer ch = {.against = against};
+	pthread_t t;
+	int64_t end;
+	int rc;
+
+	bp_pipeline_config_init(&cfg);
+	cfg.workers = 3;
+	cfg.max_batch = 64;
+	cfg.stage = &probe_stage;
+	cfg.sink = probe_sink;
+	if ((rc = bp_pipeline_create(&cfg, &ch.p)) ||
+	    (rc = bp_pipeline_start(ch.p))) {
+		pt_fail("probe pipeline: %s", bp_strerror(rc));
+		release();
+		return;
+	}
+	atomic_init(&ch.done, false);
+	if (pthread_create(&t, NULL, changer_main, &ch)) {
+		pt_fail("pthread_create");
+		release();
+		bp_pipeline_destroy(ch.p);
+		return;
+	}
+	end = pt_now_ns() + RELEASE_NS;
+	while (!atomic_load(&ch.done) && pt_now_ns() < end)
+		pt_sleep_ms(1);
+	release();
+	pthread_join(t, NULL);
+	if (ch.worst_ns > PROMPT_NS)
+		pt_fail("%s: %s took %.0f ms (bound %.0f ms)", against,
+			ch.worst, ch.worst_ns / 1e6, PROMPT_NS / 1e6);
+	printf("%s: slowest live change %s, %.1f ms\n", against,
+	       ch.worst ? ch.worst : "-", ch.worst_ns / 1e6);
+	fflush(stdout);
+	bp_pipeline_destroy(ch.p);
+}
+
+/* (a) an application thread online in urcu-qsbr, never quiescent */
+static atomic_bool app_online, app_let_go;
+
+static void *app_rcu_main(void *arg)
+{
+	(void)arg;
+	urcu_qsbr_register_thread(); /* online from here on */
+	atomic_store(&app_online, true);
+	while (!atomic_load(&app_let_go))
+		pt_sleep_ms(1); /* online, no quiescent state announced */
+	urcu_qsbr_unregister_thread();
+	return NULL;
+}
+
+static void app_release(void)
+{
+	atomic_store(&app_let_go, true);
+}
+
+/* (b) another pipeline, its worker blocked inside process */
+static atomic_bool blocker_in, blocker_let_go;
+
+static void blocker_process(void *state, struct bp_worker *w,
+			    struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	atomic_store(&blocker_in, true);
+	while (!atomic_load(&blocker_let_go))
+		pt_sleep_ms(1);
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage blocker_stage = {
+	.name = "blocker",
+	.process = blocker_process,
+};
+
+static void blocker_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	(void)jobs;
+	(void)n;
+}
+
+static void blocker_release(void)
+{
+	atomic_store(&blocker_let_go, true);
+}
+
+/* A live change from the pipeline's own stage callback: -EDEADLK. */
+static struct bp_pipeline *selfish;
+static _Atomic int selfish_rc = 1;
+
+static void selfish_process(void *state, struct bp_worker *w,
+			    struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	atomic_store(&selfish_rc, bp_pipeline_set_max_batch(selfish, 2));
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage selfish_stage = {
+	.name = "selfish",
+	.process = selfish_process,
+};
+
+static void from_own_callback(void)
+{
+	struct bp_pipeline_config cfg;
+	static struct bp_job job;
+	struct bp_job *ptr = &job;
+	int rc;
+
+	bp_pipeline_config_init(&cfg);
+	cfg.stage = &selfish_stage;
+	cfg.sink = blocker_sink;
+	if ((rc = bp_pipeline_create(&cfg, &selfish)) ||
+	    (rc = bp_pipeline_start(selfish))) {
+		pt_fail("selfish pipeline: %s", bp_strerror(rc));
+		return;
+	}
+	if (bp_pipeline_submit(selfish, &ptr, 1, 0, -1) != 1)
+		pt_fail("selfish: submit");
+	if ((rc = bp_pipeline_drain(selfish)))
+		pt_fail("selfish: drain: %d", rc);
+	if (atomic_load(&selfish_rc) != -EDEADLK)
+		pt_fail("set_max_batch from the stage: %d, want -EDEADLK",
+			atomic_load(&selfish_rc));
+	bp_pipeline_destroy(selfish);
+}
+
+/* The pipeline's own worker blocked in process: waited for, with a warning */
+static char own_log[256];
+static atomic_bool own_warned, own_released, own_released_at_return;
+static _Atomic int own_rc = 1;
+
+static void own_logger(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	if (lvl == BP_LOG_WARN && !atomic_load(&own_warned)) {
+		snprintf(own_log, sizeof(own_log), "%s", msg);
+		atomic_store(&own_warned, true);
+	}
+}
+
+static void *own_changer_main(void *arg)
+{
+	int rc = bp_pipeline_set_max_batch(arg, 2);
+
+	atomic_store(&own_released_at_return, atomic_load(&own_released));
+	atomic_store(&own_rc, rc);
+	return NULL;
+}
+
+static void own_worker_blocked(void)
+{
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p;
+	static struct bp_job job;
+	struct bp_job *ptr = &job;
+	pthread_t t;
+	int64_t end;
+	int rc;
+
+	bp_pipeline_config_init(&cfg);
+	cfg.workers = 2;
+	cfg.stage = &blocker_stage;
+	cfg.sink = blocker_sink;
+	cfg.log = own_logger;
+	atomic_store(&blocker_in, false);
+	atomic_store(&blocker_let_go, false);
+	if ((rc = bp_pipeline_create(&cfg, &p)) ||
+	    (rc = bp_pipeline_start(p))) {
+		pt_fail("own pipeline: %s", bp_strerror(rc));
+		return;
+	}
+	if (bp_pipeline_submit(p, &ptr, 1, 0, -1) != 1)
+		pt_fail("own: submit");
+	while (!atomic_load(&blocker_in))
+		pt_sleep_ms(1);
+	if (pthread_create(&t, NULL, own_changer_main, p)) {
+		pt_fail("pthread_create");
+		blocker_release();
+		bp_pipeline_destroy(p);
+		return;
+	}
+	end = pt_now_ns() + 20 * (int64_t)1000000000;
+	while (!atomic_load(&own_warned) && pt_now_ns() < end)
+		pt_sleep_ms(1);
+	if (!atomic_load(&own_warned))
+		pt_fail("own worker blocked: no warning in the log after 20 s");
+	else if (!strstr(own_log, "set_max_batch") ||
+		 !strstr(own_log, "worker"))
+		pt_fail("own worker blocked: warning says \"%s\"", own_log);
+	atomic_store(&own_released, true);
+	blocker_release();
+	pthread_join(t, NULL);
+	if (atomic_load(&own_rc) != 0)
+		pt_fail("own worker blocked: set_max_batch: %d",
+			atomic_load(&own_rc));
+	if (!atomic_load(&own_released_at_return))
+		pt_fail("own worker blocked: set_max_batch returned while a "
+			"worker was still inside the callback");
+	printf("own worker blocked: warned \"%s\"\n", own_log);
+	if ((rc = bp_pipeline_drain(p)))
+		pt_fail("own: drain: %d", rc);
+	bp_pipeline_destroy(p);
+}
+
+static int promptness(void)
+{
+	unsigned fails0 = pt_failures();
+	pthread_t app;
+
+	pt_watchdog_arm(120, "live changes next to liburcu and a blocked "
+			     "pipeline");
+	/* (a) */
+	atomic_store(&app_online, false);
+	atomic_store(&app_let_go, false);
+	if (pthread_create(&app, NULL, app_rcu_main, NULL)) {
+		pt_fail("pthread_create");
+		return 1;
+	}
+	while (!atomic_load(&app_online))
+		pt_sleep_ms(1);
+	prompt_changes("next to an online urcu-qsbr thread", app_release);
+	pthread_join(app, NULL);
+
+	/* (b) */
+	{
+		struct bp_pipeline_config cfg;
+		struct bp_pipeline *blocked;
+		static struct bp_job job;
+		struct bp_job *ptr = &job;
+		int rc;
+
+		bp_pipeline_config_init(&cfg);
+		cfg.workers = 1;
+		cfg.stage = &blocker_stage;
+		cfg.sink = blocker_sink;
+		atomic_store(&blocker_in, false);
+		atomic_store(&blocker_let_go, false);
+		if ((rc = bp_pipeline_create(&cfg, &blocked)) ||
+		    (rc = bp_pipeline_start(blocked))) {
+			pt_fail("blocker pipeline: %s", bp_strerror(rc));
+			return 1;
+		}
+		if (bp_pipeline_submit(blocked, &ptr, 1, 0, -1) != 1)
+			pt_fail("blocker: submit");
+		while (!atomic_load(&blocker_in))
+			pt_sleep_ms(1);
+		prompt_changes("next to a pipeline blocked in process",
+			       blocker_release);
+		if ((rc = bp_pipeline_drain(blocked)))
+			pt_fail("blocker: drain: %d", rc);
+		bp_pipeline_destroy(blocked);
+	}
+	from_own_callback();
+	own_worker_blocked();
+	return pt_failures() != fails0;
+}
+
 int main(void)
 {
 	unsigned long scale = pt_env_ulong("BP_STRESS_SCALE", PT_STRESS_SCALE);
@@ -575,6 +973,7 @@ int main(void)
 	int bad = 0;
 
 	printf("seed %u (BP_SEED=%u replays)\n", seed, seed);
+	bad |= promptness();
 	bad |= phase(false, 4, iters, seed);
 	bad |= phase(true, 3, iters, seed + 1);
 	pt_watchdog_disarm();
