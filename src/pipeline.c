@@ -856,10 +856,7 @@ static int reconfigure(struct bp_pipeline *p,
  */
 static int live_change_check(struct bp_pipeline *p, bool waits, const char *who)
 {
-	/* relaxed: a change racing with a stop may go either way; one made
-	 * after drain or abort returned sees it */
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) >= P_STOPPING)
-		return -EPIPE;
+	/* first: a call from a callback is wrong whatever the state */
 	if (waits && bpi_self_is(p)) {
 		bpi_log(p, BP_LOG_ERROR,
 			"%s: called from a stage or sink callback of this "
@@ -867,6 +864,10 @@ static int live_change_check(struct bp_pipeline *p, bool waits, const char *who)
 			who);
 		return -EDEADLK;
 	}
+	/* relaxed: a change racing with a stop may go either way; one made
+	 * after drain or abort returned sees it */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) >= P_STOPPING)
+		return -EPIPE;
 	return 0;
 }
 
