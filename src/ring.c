@@ -83,7 +83,6 @@
 
 #include "alloc.h"
 #include "ring_internal.h"
-#include "tsan.h"
 #include "wait_internal.h"
 
 #define CLOSED		 UINT64_C(1)

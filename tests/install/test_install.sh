@@ -9,8 +9,8 @@
 #     batchpipe's archives, libfabric shared);
 #  3. consumer/, a meson project with batchpipe as its subproject, set up
 #     with --wrap-mode=nofallback and PKG_CONFIG_LIBDIR holding only
-#     liburcu-qsbr.pc and jemalloc.pc: ck, libfabric, liburcu-cds and cmocka
-#     are not needed; its program is run.
+#     jemalloc.pc: liburcu, ck, libfabric and cmocka are not needed; its
+#     program is run.
 # Environment: CC, CXX (default cc, c++), BP_INSTALL_KEEP=1 keeps the
 # temporary directory. Exit: 0 pass, 77 skip (a tool is missing), 1 fail.
 set -eu
@@ -163,7 +163,7 @@ fi
 step "consumer project with batchpipe as a subproject"
 pcdir=$tmp/pc
 mkdir -p "$pcdir" "$tmp/consumer/subprojects"
-for p in liburcu-qsbr jemalloc; do
+for p in jemalloc; do
 	d=$(pkg-config --variable=pcfiledir "$p") || fail "no $p.pc"
 	cp "$d/$p.pc" "$pcdir/"
 done
@@ -173,7 +173,7 @@ run csetup env -u PKG_CONFIG_PATH PKG_CONFIG_LIBDIR="$pcdir" \
 	meson setup "$tmp/consumer/build" "$tmp/consumer" --wrap-mode=nofallback
 # Configure looked for no lab, test or wrap dependency (libfabric: only the
 # system's, for -Drdma=auto).
-grep -E "dependency (ck|cmocka|liburcu|liburcu-cds|liburcu-memb) " \
+grep -E "dependency (ck|cmocka|liburcu|liburcu-cds|liburcu-memb|liburcu-qsbr) " \
 	"$tmp/csetup.log" && fail "the subproject looked for a dependency it does not build with"
 grep -E "fallback subproject|Executing subproject (urcu|jemalloc|ck|libfabric)" \
 	"$tmp/csetup.log" &&
