@@ -104,6 +104,18 @@ static int check_config(const struct bp_pipeline_config *c)
 		return invalid(c, "stage (NULL, or no process callback)");
 	if (!c->sink)
 		return invalid(c, "sink (NULL)");
+	for (unsigned i = 0; i < sizeof(c->reserved_) / sizeof(c->reserved_[0]);
+	     i++)
+		if (c->reserved_[i])
+			return invalid(c, "reserved_ (not zero: a field of a "
+					  "later version, or not built with "
+					  "bp_pipeline_config_init)");
+	for (unsigned i = 0;
+	     i < sizeof(c->stage->reserved_) / sizeof(c->stage->reserved_[0]);
+	     i++)
+		if (c->stage->reserved_[i])
+			return invalid(c, "stage reserved_ (not NULL: a "
+					  "callback of a later version)");
 	return 0;
 }
 

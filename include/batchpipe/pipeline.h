@@ -118,6 +118,16 @@ struct bp_pipeline_config {
 	bp_thread_hook *thread_start;
 	bp_thread_hook *thread_stop;
 	void *thread_ctx;
+
+	/*
+	 * Room for fields of later versions, so that the struct keeps its
+	 * size (callers allocate it). bp_pipeline_config_init zeroes it, and
+	 * it must stay zero: bp_pipeline_create returns -EINVAL (logged) when
+	 * it is not, which is what a program built against newer headers that
+	 * sets a field this library does not know gets. A field added here
+	 * means "as before" when zero.
+	 */
+	uint64_t reserved_[8];
 };
 
 /* Fill *c with the defaults above (stage and sink left NULL). NULL is
@@ -304,6 +314,9 @@ struct bp_pipeline_stats {
 	uint64_t lat_hist[BP_LAT_BUCKETS];	      /* submit -> sink, see
 							 bp_lat_bucket_ns */
 	uint64_t lat_p50_ns, lat_p99_ns, lat_p999_ns; /* bucket upper bounds */
+	/* room for counters of later versions (written as zero): the struct
+	 * keeps its size */
+	uint64_t reserved_[8];
 };
 
 /*

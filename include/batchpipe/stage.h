@@ -60,6 +60,12 @@ struct bp_stage {
 	 * stage_ctx is the one given to bp_pipeline_create; any thread.
 	 */
 	int (*stats_json)(void *stage_ctx, char *buf, size_t size);
+	/*
+	 * Room for callbacks of later versions (the table is the caller's,
+	 * copied at create): must be NULL, or bp_pipeline_create returns
+	 * -EINVAL (logged). Designated initializers leave it NULL.
+	 */
+	void (*reserved_[4])(void);
 };
 
 /*
