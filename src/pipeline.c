@@ -469,6 +469,8 @@ static int stop(struct bp_pipeline *p, bool abort)
 		}
 		return 0;
 	}
+	/* producer handles' staged jobs go in before intake closes */
+	bpi_flusher_close(p);
 	bp_ring_close(p->ingress); /* producers get -EPIPE from here on */
 	join_workers(p);
 	if (p->sink_started) {
@@ -496,6 +498,7 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 	if (!p)
 		return;
 	stop(p, false);
+	bpi_flusher_destroy(p);
 	free_pipeline(p);
 }
 

@@ -1,105 +1,282 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Producer handles: stage jobs in a private buffer, submit them as one
- * batch. The flush deadline is a max age measured from the oldest staged
- * job: adding jobs never postpones it (no debounce).
+ * Producer handles: the owner's calls. Jobs are staged in the handle's
+ * single-producer queue and submitted as one batch when max_batch are
+ * staged, when the owner finds the oldest staged job older than the flush
+ * deadline, on bp_producer_flush, or by the pipeline's flusher thread once
+ * that deadline passes while the owner is away (flusher.c). The deadline is
+ * a max age measured from the oldest staged job: adding jobs never
+ * postpones it. How claims keep each handle's order: producer_internal.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "pipeline_internal.h"
+#include "producer_internal.h"
+#include "wait_internal.h"
 
-struct bp_producer {
-	struct bp_pipeline *p;
-	struct bp_job **staged;
-	unsigned n, cap;
-	int64_t oldest_ns; /* when the first staged job was added */
-};
-
-int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
+int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
+			      bool retry_eintr, uint64_t *done)
 {
-	struct bp_producer *pr;
+	while (h < t) {
+		unsigned at = (unsigned)(h & pr->mask);
+		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
+		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
+					    (unsigned)run, 0, -1);
 
-	if (!p || !out)
-		return -EINVAL;
-	pr = calloc(1, sizeof(*pr));
-	if (!pr)
-		return -ENOMEM;
-	/* live max_batch never exceeds max_inflight (set_max_batch checks) */
-	pr->cap = p->cfg.max_inflight;
-	pr->staged = malloc(pr->cap * sizeof(*pr->staged));
-	if (!pr->staged) {
-		free(pr);
-		return -ENOMEM;
+		if (rc == -EINTR && retry_eintr)
+			continue;
+		if (rc < 0)
+			return rc;
+		h += (uint64_t)rc;
+		*done += (uint64_t)rc;
 	}
-	pr->p = p;
-	*out = pr;
+	return 0;
+}
+
+void bpi_producer_release(struct bp_producer *pr, uint64_t head, unsigned flags)
+{
+	/*
+	 * release: our reads of the slots below head, and the claimer's
+	 * flusher_err, before anyone who sees the new head; pairs with the
+	 * acquire loads of claim (the owner reuses those slots after one)
+	 */
+	atomic_store_explicit(&pr->claim, head << CLAIM_SHIFT | flags,
+			      memory_order_release);
+	bp_waitq_wake(&pr->claim_wq);
+}
+
+static int claim_free(void *arg)
+{
+	struct bp_producer *pr = arg;
+
+	/* acquire: pairs with bpi_producer_release */
+	return !(atomic_load_explicit(&pr->claim, memory_order_acquire) &
+		 CLAIM_BUSY);
+}
+
+uint64_t bpi_producer_wait_claim(struct bp_producer *pr)
+{
+	/*
+	 * A claim in progress is a blocking submit of the flusher, drain or
+	 * owner: it ends as soon as ingress has room. -EINTR is a signal, not
+	 * the end of the claim: wait again.
+	 */
+	while (bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
+			     claim_free, pr, -1) < 0)
+		;
+	/* acquire: pairs with bpi_producer_release */
+	return atomic_load_explicit(&pr->claim, memory_order_acquire);
+}
+
+/*
+ * The owner claims and submits everything staged. wait: a claim in progress
+ * (the flusher's, or drain's) is waited for, then what is left is claimed;
+ * otherwise it is left to that claim's owner. unstage_last: on an error,
+ * the job the caller just staged is taken back (before the claim ends, so
+ * nobody else can submit it), since the caller reports it as not taken.
+ */
+static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
+{
+	/* acquire: pairs with bpi_producer_release */
+	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	uint64_t h, t = pr->tail_own, done = 0;
+	int rc;
+
+	for (;;) {
+		if (c & CLAIM_BUSY) {
+			if (!wait)
+				return 0;
+			c = bpi_producer_wait_claim(pr);
+			continue;
+		}
+		if (c & CLAIM_CLOSED)
+			return bpi_claim_head(c) == t ? 0 : -EPIPE;
+		if (bpi_claim_head(c) == t)
+			return 0; /* nothing staged */
+		/* acquire: the previous claimer's slot reads come first */
+		if (atomic_compare_exchange_weak_explicit(
+			    &pr->claim, &c, c | CLAIM_BUSY,
+			    memory_order_acquire, memory_order_acquire))
+			break;
+	}
+	h = bpi_claim_head(c);
+	rc = bpi_producer_submit_range(pr, h, t, false, &done);
+	if (rc < 0 && unstage_last && h + done < t) {
+		/* relaxed: published by the release that ends the claim */
+		atomic_store_explicit(&pr->tail, t - 1, memory_order_relaxed);
+		pr->tail_own = t - 1;
+	}
+	if (rc == 0)
+		/* relaxed: the flusher re-reads it under its claim */
+		atomic_store_explicit(&pr->flusher_err, 0,
+				      memory_order_relaxed);
+	pr->head_seen = h + done;
+	bpi_producer_release(pr, h + done, 0);
+	return rc;
+}
+
+/*
+ * The first job of a batch (nothing older is staged): make sure the
+ * flusher wakes by this batch's deadline. Once per batch, not per job.
+ */
+static void announce_batch(struct bp_pipeline *p, int64_t now,
+			   uint64_t deadline_ns)
+{
+	int64_t due = deadline_ns > (uint64_t)(INT64_MAX - now)
+			      ? INT64_MAX
+			      : now + (int64_t)deadline_ns;
+
+	/*
+	 * Dekker with the flusher going to sleep (store sleep_until, arm,
+	 * look at tails): our tail store before our look at sleep_until, so
+	 * either it sees our job or we see when it will wake.
+	 */
+	bp_full_fence_();
+	/* relaxed: ordered by the fences on both sides */
+	if (due <
+	    atomic_load_explicit(&p->fl.sleep_until, memory_order_relaxed))
+		bp_waitq_wake(&p->fl.wq);
+}
+
+/*
+ * The handle was closed by drain around our tail store: drain submitted
+ * the job if its look at tail saw it. Nobody claims a closed handle once
+ * drain's claim has ended, so a job it did not take can be taken back.
+ */
+static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
+{
+	if (c & CLAIM_BUSY)
+		c = bpi_producer_wait_claim(pr);
+	pr->head_seen = bpi_claim_head(c);
+	if (bpi_claim_head(c) > t)
+		return 0; /* drain submitted it */
+	/* relaxed: only the owner reads tail of a closed, idle handle */
+	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
+	pr->tail_own = t;
+	return -EPIPE;
+}
+
+int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
+{
+	struct bp_pipeline *p;
+	uint64_t t, c, h, deadline_ns;
+	unsigned at;
+	int64_t now;
+	int st;
+
+	if (!pr || !job || ((uintptr_t)job & 1))
+		return -EINVAL;
+	/* relaxed: closed means for good; the exact race is resolved below */
+	if (atomic_load_explicit(&pr->claim, memory_order_relaxed) &
+	    CLAIM_CLOSED)
+		return -EPIPE;
+	p = pr->p;
+	/* relaxed: as bp_pipeline_submit; drain's close decides the race */
+	st = atomic_load_explicit(&p->state, memory_order_relaxed);
+	if (st != P_RUNNING)
+		return st == P_CREATED ? -EINVAL : -EPIPE;
+	t = pr->tail_own;
+	if (t - pr->head_seen == pr->cap) {
+		/* acquire: slots below head are free again (claim release) */
+		c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+		pr->head_seen = bpi_claim_head(c);
+		if (t - pr->head_seen == pr->cap) {
+			int rc = own_flush(pr, true, false);
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+	now = bp_now_ns();
+	at = (unsigned)(t & pr->mask);
+	pr->slots[at] = job;
+	/* release: the flusher reads it before re-checking claim (seqlock) */
+	atomic_store_explicit(&pr->stage_ns[at], now, memory_order_release);
+	/* release: the job before the new tail; pairs with claimers' acquire */
+	atomic_store_explicit(&pr->tail, t + 1, memory_order_release);
+	pr->tail_own = t + 1;
+	/*
+	 * Without membarrier the claimers cannot order our tail store before
+	 * our claim load for us (bpi_barrier_all): fence here, as wait.h's
+	 * wakers do. Relaxed: a stale 1 only costs a fence.
+	 */
+	if (__atomic_load_n(&bp_waitq_need_fence_, __ATOMIC_RELAXED))
+		bp_full_fence_();
+	/* acquire: claims that ended since (pairs with their release) */
+	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	if (c & CLAIM_CLOSED)
+		return closed_after_stage(pr, c, t);
+	h = bpi_claim_head(c);
+	pr->head_seen = h;
+	/* relaxed: live settings, picked up on the next call at the latest */
+	deadline_ns =
+		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
+	if (t + 1 - h >=
+	    atomic_load_explicit(&p->live_max_batch, memory_order_relaxed))
+		return own_flush(pr, false, true);
+	/* relaxed: the owner's own store */
+	if ((uint64_t)(now - atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+						  memory_order_relaxed)) >=
+	    deadline_ns)
+		return own_flush(pr, true, true);
+	if (h == t) /* still staged, and the oldest: a new batch */
+		announce_batch(p, now, deadline_ns);
 	return 0;
 }
 
 int bp_producer_flush(struct bp_producer *pr)
 {
-	unsigned off = 0;
-
 	if (!pr)
 		return -EINVAL;
-	while (off < pr->n) {
-		int rc = bp_pipeline_submit(pr->p, pr->staged + off,
-					    pr->n - off, 0, -1);
-
-		if (rc < 0) {
-			/* keep what was not accepted staged, in order */
-			for (unsigned i = off; i < pr->n; i++)
-				pr->staged[i - off] = pr->staged[i];
-			pr->n -= off;
-			return rc;
-		}
-		off += (unsigned)rc;
-	}
-	pr->n = 0;
-	return 0;
-}
-
-int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
-{
-	int64_t now;
-
-	if (!pr || !job || ((uintptr_t)job & 1))
-		return -EINVAL;
-	if (pr->n == pr->cap) {
-		int rc = bp_producer_flush(pr);
-
-		if (rc < 0)
-			return rc;
-	}
-	now = bp_now_ns();
-	if (pr->n == 0)
-		pr->oldest_ns = now;
-	pr->staged[pr->n++] = job;
-	/* relaxed: live settings, picked up on the next call at the latest */
-	if (pr->n >= atomic_load_explicit(&pr->p->live_max_batch,
-					  memory_order_relaxed) ||
-	    (uint64_t)(now - pr->oldest_ns) >=
-		    atomic_load_explicit(&pr->p->live_flush_ns,
-					 memory_order_relaxed)) {
-		int rc = bp_producer_flush(pr);
-
-		/*
-		 * An error means this job was not taken: the flush submits in
-		 * order and keeps what was not accepted, so it is still the
-		 * last staged job. Unstage it, so a retry cannot submit it
-		 * twice; the jobs staged before it stay staged.
-		 */
-		if (rc < 0)
-			pr->n--;
-		return rc;
-	}
-	return 0;
+	if (pr->detached)
+		return bp_producer_staged(pr) ? -EPIPE : 0;
+	return own_flush(pr, true, false);
 }
 
 unsigned bp_producer_staged(const struct bp_producer *pr)
 {
-	return pr ? pr->n : 0;
+	if (!pr)
+		return 0;
+	/* acquire: pairs with bpi_producer_release */
+	return (unsigned)(pr->tail_own -
+			  bpi_claim_head(atomic_load_explicit(
+				  &pr->claim, memory_order_acquire)));
+}
+
+static void free_handle(struct bp_producer *pr)
+{
+	free(pr->slots);
+	free(pr->stage_ns);
+	bpi_free_aligned(pr, sizeof(*pr), BP_FALSE_SHARING);
+}
+
+int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
+{
+	struct bp_producer *pr;
+	unsigned cap = 1;
+	int rc;
+
+	if (!p || !out)
+		return -EINVAL;
+	pr = bpi_alloc_aligned(sizeof(*pr), BP_FALSE_SHARING); /* zeroed */
+	if (!pr)
+		return -ENOMEM;
+	/* live max_batch never exceeds max_inflight (set_max_batch checks) */
+	while (cap < p->cfg.max_inflight)
+		cap <<= 1;
+	pr->cap = cap;
+	pr->mask = cap - 1;
+	pr->slots = malloc(cap * sizeof(*pr->slots));
+	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
+	pr->p = p;
+	bp_waitq_init(&pr->claim_wq);
+	rc = pr->slots && pr->stage_ns ? bpi_flusher_add(p, pr) : -ENOMEM;
+	if (rc) {
+		free_handle(pr);
+		return rc;
+	}
+	*out = pr;
+	return 0;
 }
 
 int bp_producer_destroy(struct bp_producer *pr)
@@ -108,8 +285,15 @@ int bp_producer_destroy(struct bp_producer *pr)
 
 	if (!pr)
 		return 0;
+	/*
+	 * The flusher leaves the handle alone from here: jobs a failed flush
+	 * leaves staged are the caller's. Relaxed: the flusher re-reads it
+	 * under its claim, which is ordered after ours or waited for.
+	 */
+	atomic_store_explicit(&pr->retired, 1, memory_order_relaxed);
 	rc = bp_producer_flush(pr);
-	free(pr->staged);
-	free(pr);
+	if (!pr->detached)
+		bpi_flusher_remove(pr->p, pr);
+	free_handle(pr);
 	return rc < 0 ? rc : 0;
 }
