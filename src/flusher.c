@@ -82,6 +82,8 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	}
 	/* acquire: the jobs below tail are stored (pairs with the owner) */
 	t = atomic_load_explicit(&pr->tail, memory_order_acquire);
+	/* relaxed: the submit's publication carries it to whoever saw a job */
+	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
 	rc = bpi_producer_submit_range(pr, h, t, true, &done);
 	if (rc < 0) {
 		/*
@@ -360,7 +362,11 @@ void bpi_flusher_close(struct bp_pipeline *p)
 		/* acquire: the jobs below tail (pairs with the owner) */
 		uint64_t t =
 			atomic_load_explicit(&pr->tail, memory_order_acquire);
-		int rc = bpi_producer_submit_range(pr, h, t, true, &done);
+		int rc;
+
+		/* relaxed: as in flusher_submit */
+		atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
+		rc = bpi_producer_submit_range(pr, h, t, true, &done);
 
 		if (rc < 0)
 			bpi_log(p, BP_LOG_ERROR,

@@ -235,12 +235,24 @@ int bp_producer_flush(struct bp_producer *pr)
 
 unsigned bp_producer_staged(const struct bp_producer *pr)
 {
+	uint64_t c, h, e;
+
 	if (!pr)
 		return 0;
 	/* acquire: pairs with bpi_producer_release */
-	return (unsigned)(pr->tail_own -
-			  bpi_claim_head(atomic_load_explicit(
-				  &pr->claim, memory_order_acquire)));
+	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	h = bpi_claim_head(c);
+	if (c & CLAIM_BUSY) {
+		/*
+		 * The flusher's or drain's claim in progress: what it took is
+		 * no longer staged (and may even be delivered). A stale value
+		 * from an earlier claim is below head. relaxed: see its store.
+		 */
+		e = atomic_load_explicit(&pr->claim_end, memory_order_relaxed);
+		if (e > h)
+			h = e;
+	}
+	return (unsigned)(pr->tail_own - h);
 }
 
 static void free_handle(struct bp_producer *pr)

@@ -32,17 +32,18 @@
 struct bp_producer {
 	/* the owner's line: written per job by the owner only */
 	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
-	struct bp_job **slots;	   /* cap entries, position & mask */
-	_Atomic int64_t *stage_ns; /* staging time of each slot's job */
-	unsigned cap, mask;	   /* cap: a power of two >= max_inflight */
-	uint64_t tail_own;	   /* the owner's copy of tail */
-	uint64_t head_seen;	   /* head as the owner last saw it */
-	_Atomic uint64_t tail;	   /* owner: release per job; claimers read */
-	_Atomic uint64_t claim;	   /* head << CLAIM_SHIFT | CLAIM_* */
-	_Atomic int flusher_err;   /* the flusher's last submit failed */
-	_Atomic int retired;	   /* being destroyed: the flusher keeps off */
-	bool detached;		   /* its pipeline was destroyed first */
-	struct bp_waitq claim_wq;  /* waiters for CLAIM_BUSY to clear */
+	struct bp_job **slots;	    /* cap entries, position & mask */
+	_Atomic int64_t *stage_ns;  /* staging time of each slot's job */
+	unsigned cap, mask;	    /* cap: a power of two >= max_inflight */
+	uint64_t tail_own;	    /* the owner's copy of tail */
+	uint64_t head_seen;	    /* head as the owner last saw it */
+	_Atomic uint64_t tail;	    /* owner: release per job; claimers read */
+	_Atomic uint64_t claim;	    /* head << CLAIM_SHIFT | CLAIM_* */
+	_Atomic uint64_t claim_end; /* tail a flusher or drain claim saw */
+	_Atomic int flusher_err;    /* the flusher's last submit failed */
+	_Atomic int retired;	    /* being destroyed: the flusher keeps off */
+	bool detached;		    /* its pipeline was destroyed first */
+	struct bp_waitq claim_wq;   /* waiters for CLAIM_BUSY to clear */
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
 };
