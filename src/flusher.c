@@ -255,15 +255,12 @@ int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
 	reg_lock(fl);
 	/* relaxed: ordered by the lock against drain's close */
 	if (fl->closed ||
-	    atomic_load_explicit(&p->state, memory_order_relaxed) >=
-		    P_STOPPING) {
-		bpi_log(p, BP_LOG_ERROR,
-			"bp_producer_create: the pipeline is stopping or "
-			"stopped");
-		rc = -EPIPE;
-	} else if (!fl->started) {
+	    atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
+		/* born closed: its submits get -EPIPE, like the pipeline's */
+		atomic_store_explicit(&pr->claim, CLAIM_CLOSED,
+				      memory_order_relaxed);
+	else if (!fl->started)
 		rc = start_flusher(p);
-	}
 	if (rc == 0) {
 		/* relaxed: published by the release below */
 		atomic_store_explicit(

@@ -189,9 +189,9 @@ struct bp_producer;
 
 /*
  * Create a handle on p, before or after bp_pipeline_start (the first one
- * starts the flusher thread). Any thread. Returns 0 and *out, -EINVAL (NULL
- * argument), -ENOMEM, -EPIPE once drain or abort has begun (logged), or the
- * flusher's thread-creation error (logged).
+ * starts the flusher thread). Any thread. Returns 0 and *out (after drain
+ * or abort the handle is closed: its submits return -EPIPE), -EINVAL (NULL
+ * argument), -ENOMEM, or the flusher's thread-creation error (logged).
  */
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
 /*
