@@ -31,6 +31,8 @@
 #include "producer_internal.h"
 #include "wait_internal.h"
 
+const _Atomic int bpi_stopped = P_STOPPED;
+
 void bpi_barrier_all(void)
 {
 	/* relaxed: 0 means membarrier is registered (wait.c); 1 is safe */
@@ -394,6 +396,7 @@ void bpi_flusher_destroy(struct bp_pipeline *p)
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
 	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
 		pr->detached = true;
+		pr->state = &bpi_stopped;
 		left++;
 	}
 	reg_unlock(fl);

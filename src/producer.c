@@ -14,6 +14,18 @@
 #include "producer_internal.h"
 #include "wait_internal.h"
 
+static inline int64_t add_sat(int64_t t, uint64_t ns)
+{
+	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
+}
+
+/* The owner's view of head, and where the buffer is full from it. */
+static inline void saw_head(struct bp_producer *pr, uint64_t h)
+{
+	pr->head_seen = h;
+	pr->room_end = h + pr->cap;
+}
+
 int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
 			      bool retry_eintr, uint64_t *done)
 {
@@ -79,7 +91,9 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 {
 	/* acquire: pairs with bpi_producer_release */
 	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
-	uint64_t h, t = pr->tail_own, done = 0;
+	uint64_t h, done = 0;
+	/* relaxed: the owner's own store */
+	uint64_t t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
 	int rc;
 
 	for (;;) {
@@ -104,13 +118,13 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 	if (rc < 0 && unstage_last && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
 		atomic_store_explicit(&pr->tail, t - 1, memory_order_relaxed);
-		pr->tail_own = t - 1;
 	}
 	if (rc == 0)
 		/* relaxed: the flusher re-reads it under its claim */
 		atomic_store_explicit(&pr->flusher_err, 0,
 				      memory_order_relaxed);
-	pr->head_seen = h + done;
+	saw_head(pr, h + done);
+	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
 	bpi_producer_release(pr, h + done, 0);
 	return rc;
 }
@@ -122,9 +136,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 static void announce_batch(struct bp_pipeline *p, int64_t now,
 			   uint64_t deadline_ns)
 {
-	int64_t due = deadline_ns > (uint64_t)(INT64_MAX - now)
-			      ? INT64_MAX
-			      : now + (int64_t)deadline_ns;
+	int64_t due = add_sat(now, deadline_ns);
 
 	/*
 	 * Dekker with the flusher going to sleep (store sleep_until, arm,
@@ -147,45 +159,83 @@ static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {
 	if (c & CLAIM_BUSY)
 		c = bpi_producer_wait_claim(pr);
-	pr->head_seen = bpi_claim_head(c);
+	pr->claim_seen = c;
+	saw_head(pr, bpi_claim_head(c));
 	if (bpi_claim_head(c) > t)
 		return 0; /* drain submitted it */
 	/* relaxed: only the owner reads tail of a closed, idle handle */
 	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
-	pr->tail_own = t;
 	return -EPIPE;
+}
+
+/*
+ * The claim word changed since the owner's last look (a claim began or
+ * ended, or the owner's own flush asked for a fresh look): once per batch.
+ */
+static __attribute__((noinline)) int
+claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
+{
+	struct bp_pipeline *p = pr->p;
+	uint64_t h, deadline_ns;
+
+	if (c & CLAIM_CLOSED)
+		return closed_after_stage(pr, c, t);
+	h = bpi_claim_head(c);
+	pr->claim_seen = c;
+	saw_head(pr, h);
+	/* relaxed: live settings, picked up on the next call at the latest */
+	deadline_ns =
+		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
+	/* relaxed: the owner's own store */
+	pr->due_ns = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+						  memory_order_relaxed),
+			     deadline_ns);
+	if (t + 1 - h >=
+	    atomic_load_explicit(&p->live_max_batch, memory_order_relaxed))
+		return own_flush(pr, false, true);
+	if (now >= pr->due_ns)
+		return own_flush(pr, true, true);
+	if (h == t) /* still staged, and the oldest: a new batch */
+		announce_batch(p, now, deadline_ns);
+	return 0;
+}
+
+/* The buffer looks full: look at head again, flush if it really is. */
+static __attribute__((noinline)) int make_room(struct bp_producer *pr,
+					       uint64_t t)
+{
+	/* acquire: slots below head are free again (claim release) */
+	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+
+	saw_head(pr, bpi_claim_head(c));
+	pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
+	return t == pr->room_end ? own_flush(pr, true, false) : 0;
 }
 
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 {
 	struct bp_pipeline *p;
-	uint64_t t, c, h, deadline_ns;
+	uint64_t t, c;
 	unsigned at;
 	int64_t now;
 	int st;
 
 	if (!pr || !job || ((uintptr_t)job & 1))
 		return -EINVAL;
-	/* relaxed: closed means for good; the exact race is resolved below */
-	if (atomic_load_explicit(&pr->claim, memory_order_relaxed) &
-	    CLAIM_CLOSED)
-		return -EPIPE;
-	p = pr->p;
-	/* relaxed: as bp_pipeline_submit; drain's close decides the race */
-	st = atomic_load_explicit(&p->state, memory_order_relaxed);
+	/*
+	 * relaxed: as bp_pipeline_submit; drain's close decides the race.
+	 * Points at a stopped state once the pipeline is gone (detached).
+	 */
+	st = atomic_load_explicit(pr->state, memory_order_relaxed);
 	if (st != P_RUNNING)
 		return st == P_CREATED ? -EINVAL : -EPIPE;
-	t = pr->tail_own;
-	if (t - pr->head_seen == pr->cap) {
-		/* acquire: slots below head are free again (claim release) */
-		c = atomic_load_explicit(&pr->claim, memory_order_acquire);
-		pr->head_seen = bpi_claim_head(c);
-		if (t - pr->head_seen == pr->cap) {
-			int rc = own_flush(pr, true, false);
+	/* relaxed: the owner's own store */
+	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
+	if (t == pr->room_end) {
+		int rc = make_room(pr, t);
 
-			if (rc < 0)
-				return rc;
-		}
+		if (rc < 0)
+			return rc;
 	}
 	now = bp_now_ns();
 	at = (unsigned)(t & pr->mask);
@@ -194,33 +244,24 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 	atomic_store_explicit(&pr->stage_ns[at], now, memory_order_release);
 	/* release: the job before the new tail; pairs with claimers' acquire */
 	atomic_store_explicit(&pr->tail, t + 1, memory_order_release);
-	pr->tail_own = t + 1;
 	/*
 	 * Without membarrier the claimers cannot order our tail store before
 	 * our claim load for us (bpi_barrier_all): fence here, as wait.h's
-	 * wakers do. Relaxed: a stale 1 only costs a fence.
+	 * wakers do.
 	 */
-	if (__atomic_load_n(&bp_waitq_need_fence_, __ATOMIC_RELAXED))
+	if (pr->fence)
 		bp_full_fence_();
 	/* acquire: claims that ended since (pairs with their release) */
 	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
-	if (c & CLAIM_CLOSED)
-		return closed_after_stage(pr, c, t);
-	h = bpi_claim_head(c);
-	pr->head_seen = h;
+	if (c != pr->claim_seen)
+		return claim_changed(pr, c, t, now);
+	p = pr->p;
 	/* relaxed: live settings, picked up on the next call at the latest */
-	deadline_ns =
-		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
-	if (t + 1 - h >=
+	if (t + 1 - pr->head_seen >=
 	    atomic_load_explicit(&p->live_max_batch, memory_order_relaxed))
 		return own_flush(pr, false, true);
-	/* relaxed: the owner's own store */
-	if ((uint64_t)(now - atomic_load_explicit(&pr->stage_ns[h & pr->mask],
-						  memory_order_relaxed)) >=
-	    deadline_ns)
+	if (now >= pr->due_ns) /* the deadline as of the batch's start */
 		return own_flush(pr, true, true);
-	if (h == t) /* still staged, and the oldest: a new batch */
-		announce_batch(p, now, deadline_ns);
 	return 0;
 }
 
@@ -252,7 +293,10 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 		if (e > h)
 			h = e;
 	}
-	return (unsigned)(pr->tail_own - h);
+	/* relaxed: the owner's own store */
+	return (unsigned)(atomic_load_explicit(&pr->tail,
+					       memory_order_relaxed) -
+			  h);
 }
 
 static void free_handle(struct bp_producer *pr)
@@ -278,10 +322,15 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 		cap <<= 1;
 	pr->cap = cap;
 	pr->mask = cap - 1;
+	saw_head(pr, 0);
 	pr->slots = malloc(cap * sizeof(*pr->slots));
 	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
 	pr->p = p;
-	bp_waitq_init(&pr->claim_wq);
+	pr->state = &p->state;
+	pr->claim_seen = CLAIM_STALE;
+	bp_waitq_init(&pr->claim_wq); /* settles membarrier (wait.c) */
+	/* relaxed: settled by the pthread_once in bp_waitq_init */
+	pr->fence = __atomic_load_n(&bp_waitq_need_fence_, __ATOMIC_RELAXED);
 	rc = pr->slots && pr->stage_ns ? bpi_flusher_add(p, pr) : -ENOMEM;
 	if (rc) {
 		free_handle(pr);

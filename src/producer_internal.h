@@ -25,19 +25,27 @@
 
 #include "pipeline_internal.h"
 
-#define CLAIM_BUSY   1u /* a claim is submitting from head */
-#define CLAIM_CLOSED 2u /* drain took the handle for good */
-#define CLAIM_SHIFT  2	/* claim word = head << CLAIM_SHIFT | flags */
+#define CLAIM_BUSY   1u		/* a claim is submitting from head */
+#define CLAIM_CLOSED 2u		/* drain took the handle for good */
+#define CLAIM_SHIFT  2		/* claim word = head << CLAIM_SHIFT | flags */
+#define CLAIM_STALE  UINT64_MAX /* never a claim word: look again */
+
+/* What a detached handle's state points at: P_STOPPED. */
+extern const _Atomic int bpi_stopped;
 
 struct bp_producer {
 	/* the owner's line: written per job by the owner only */
 	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
-	struct bp_job **slots;	    /* cap entries, position & mask */
-	_Atomic int64_t *stage_ns;  /* staging time of each slot's job */
-	unsigned cap, mask;	    /* cap: a power of two >= max_inflight */
-	uint64_t tail_own;	    /* the owner's copy of tail */
-	uint64_t head_seen;	    /* head as the owner last saw it */
-	_Atomic uint64_t tail;	    /* owner: release per job; claimers read */
+	struct bp_job **slots;	   /* cap entries, position & mask */
+	_Atomic int64_t *stage_ns; /* staging time of each slot's job */
+	unsigned cap, mask;	   /* cap: a power of two >= max_inflight */
+	const _Atomic int *state;  /* the pipeline's; bpi_stopped once gone */
+	uint64_t head_seen;	   /* head as the owner last saw it */
+	uint64_t room_end;	   /* head_seen + cap: the buffer is full */
+	uint64_t claim_seen;	   /* the claim word then, or CLAIM_STALE */
+	int64_t due_ns;	       /* job head_seen's staging time + the deadline */
+	bool fence;	       /* no membarrier: fence per job */
+	_Atomic uint64_t tail; /* owner: release per job; claimers read */
 	_Atomic uint64_t claim;	    /* head << CLAIM_SHIFT | CLAIM_* */
 	_Atomic uint64_t claim_end; /* tail a flusher or drain claim saw */
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
