@@ -31,8 +31,6 @@
 #include "producer_internal.h"
 #include "wait_internal.h"
 
-const _Atomic int bpi_stopped = P_STOPPED;
-
 void bpi_barrier_all(void)
 {
 	/* relaxed: 0 means membarrier is registered (wait.c); 1 is safe */
@@ -132,7 +130,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		int64_t due;
 
 		/* relaxed: hints; flusher_submit re-reads them under claim */
-		if ((c & (CLAIM_BUSY | CLAIM_CLOSED)) ||
+		if ((c & (CLAIM_BUSY | CLAIM_CLOSED | CLAIM_IDLE)) ||
 		    atomic_load_explicit(&pr->flusher_err,
 					 memory_order_relaxed) ||
 		    atomic_load_explicit(&pr->retired, memory_order_relaxed))
@@ -263,6 +261,10 @@ int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
 				      memory_order_relaxed);
 	else if (!fl->started)
 		rc = start_flusher(p);
+	if (rc == 0 && !fl->running && !fl->closed)
+		/* opened by bpi_flusher_open; relaxed: published below */
+		atomic_store_explicit(&pr->claim, CLAIM_IDLE,
+				      memory_order_relaxed);
 	if (rc == 0) {
 		/* relaxed: published by the release below */
 		atomic_store_explicit(
@@ -313,6 +315,22 @@ void bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
 	bp_wait_policy_init(&pol);
 	while (bpi_wait_loop(&pol, &fl->walk_wq, walk_ended, &w, -1) < 0)
 		; /* -EINTR: a signal; wait again */
+}
+
+void bpi_flusher_open(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+
+	reg_lock(fl);
+	fl->running = true;
+	for (struct bp_producer *pr =
+		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
+	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed))
+		/* release: the owner that sees it open sees a started pipeline
+		 */
+		atomic_fetch_and_explicit(&pr->claim, ~(uint64_t)CLAIM_IDLE,
+					  memory_order_release);
+	reg_unlock(fl);
 }
 
 /* ------------------------------------------------------ drain, destroy */
@@ -396,7 +414,6 @@ void bpi_flusher_destroy(struct bp_pipeline *p)
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
 	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
 		pr->detached = true;
-		pr->state = &bpi_stopped;
 		left++;
 	}
 	reg_unlock(fl);

@@ -353,6 +353,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	}
 	/* release: a stopper that sees RUNNING sees the started threads */
 	atomic_store_explicit(&p->state, P_RUNNING, memory_order_release);
+	bpi_flusher_open(p); /* producer handles take jobs from now on */
 	return 0;
 }
 

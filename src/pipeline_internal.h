@@ -63,6 +63,7 @@ struct bpi_flusher {
 	_Atomic(struct bp_producer *) handles; /* walked without the lock */
 	bool closed;  /* under lock: drain took every handle, none may join */
 	bool started; /* under lock: the thread runs */
+	bool running; /* under lock: bp_pipeline_start succeeded */
 	pthread_t thread;
 	_Atomic int stop;
 	_Atomic uint64_t walks; /* odd while the flusher walks the handles */
@@ -125,6 +126,8 @@ void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
 
+/* From bp_pipeline_start, once running: handles take jobs from now on. */
+void bpi_flusher_open(struct bp_pipeline *p);
 /*
  * From stop(), before intake closes: submit every handle's staged jobs and
  * close the handles (their later submits get -EPIPE), stop the flusher.

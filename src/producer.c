@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "producer_internal.h"
 #include "wait_internal.h"
@@ -159,7 +160,7 @@ static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {
 	if (c & CLAIM_BUSY)
 		c = bpi_producer_wait_claim(pr);
-	pr->claim_seen = c;
+	pr->claim_seen = CLAIM_STALE; /* every later call comes back here */
 	saw_head(pr, bpi_claim_head(c));
 	if (bpi_claim_head(c) > t)
 		return 0; /* drain submitted it */
@@ -168,30 +169,63 @@ static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 	return -EPIPE;
 }
 
+static int claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t,
+			 int64_t now);
+
+/*
+ * The pipeline has not started (or never will): take the job back, under a
+ * claim so that nobody can submit it meanwhile. If start opened the handle
+ * first, the job simply stays staged.
+ */
+static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
+			    int64_t now)
+{
+	int st;
+
+	/* acquire: pairs with bpi_producer_release */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &pr->claim, &c, c | CLAIM_BUSY, memory_order_acquire,
+		    memory_order_acquire))
+		return claim_changed(pr, c, t, now); /* opened or closed */
+	/* relaxed: published by the release that ends the claim */
+	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
+	bpi_producer_release(pr, bpi_claim_head(c), CLAIM_IDLE);
+	pr->claim_seen = CLAIM_STALE;
+	/* relaxed: only which error to give */
+	st = atomic_load_explicit(&pr->p->state, memory_order_relaxed);
+	return st == P_CREATED ? -EINVAL : -EPIPE; /* never started: -EPIPE */
+}
+
 /*
  * The claim word changed since the owner's last look (a claim began or
  * ended, or the owner's own flush asked for a fresh look): once per batch.
+ * The batch's deadline and size limit are fixed here, with the live values
+ * of the moment.
  */
 static __attribute__((noinline)) int
 claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 {
-	struct bp_pipeline *p = pr->p;
+	struct bp_pipeline *p;
 	uint64_t h, deadline_ns;
 
 	if (c & CLAIM_CLOSED)
 		return closed_after_stage(pr, c, t);
+	if (c & CLAIM_IDLE)
+		return idle_after_stage(pr, c, t, now);
+	p = pr->p;
 	h = bpi_claim_head(c);
 	pr->claim_seen = c;
 	saw_head(pr, h);
-	/* relaxed: live settings, picked up on the next call at the latest */
+	/* relaxed: live settings, read once per batch */
 	deadline_ns =
 		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
+	pr->batch_end = h + atomic_load_explicit(&p->live_max_batch,
+						 memory_order_relaxed);
 	/* relaxed: the owner's own store */
 	pr->due_ns = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
 						  memory_order_relaxed),
 			     deadline_ns);
-	if (t + 1 - h >=
-	    atomic_load_explicit(&p->live_max_batch, memory_order_relaxed))
+	if (t + 1 >= pr->batch_end)
 		return own_flush(pr, false, true);
 	if (now >= pr->due_ns)
 		return own_flush(pr, true, true);
@@ -212,23 +246,28 @@ static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 	return t == pr->room_end ? own_flush(pr, true, false) : 0;
 }
 
+/* bp_now_ns, inlined: one call fewer per job. */
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Per job: stage, then one look at the claim word. Whether the pipeline
+ * runs is in that word too (CLAIM_IDLE before start, CLAIM_CLOSED after
+ * drain), so a job staged at the wrong time is taken back on the slow path.
+ */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 {
-	struct bp_pipeline *p;
 	uint64_t t, c;
 	unsigned at;
 	int64_t now;
-	int st;
 
 	if (!pr || !job || ((uintptr_t)job & 1))
 		return -EINVAL;
-	/*
-	 * relaxed: as bp_pipeline_submit; drain's close decides the race.
-	 * Points at a stopped state once the pipeline is gone (detached).
-	 */
-	st = atomic_load_explicit(pr->state, memory_order_relaxed);
-	if (st != P_RUNNING)
-		return st == P_CREATED ? -EINVAL : -EPIPE;
 	/* relaxed: the owner's own store */
 	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
 	if (t == pr->room_end) {
@@ -237,7 +276,7 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 		if (rc < 0)
 			return rc;
 	}
-	now = bp_now_ns();
+	now = now_ns();
 	at = (unsigned)(t & pr->mask);
 	pr->slots[at] = job;
 	/* release: the flusher reads it before re-checking claim (seqlock) */
@@ -255,12 +294,9 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
 	if (c != pr->claim_seen)
 		return claim_changed(pr, c, t, now);
-	p = pr->p;
-	/* relaxed: live settings, picked up on the next call at the latest */
-	if (t + 1 - pr->head_seen >=
-	    atomic_load_explicit(&p->live_max_batch, memory_order_relaxed))
+	if (t + 1 >= pr->batch_end)
 		return own_flush(pr, false, true);
-	if (now >= pr->due_ns) /* the deadline as of the batch's start */
+	if (now >= pr->due_ns)
 		return own_flush(pr, true, true);
 	return 0;
 }
@@ -326,7 +362,6 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 	pr->slots = malloc(cap * sizeof(*pr->slots));
 	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
 	pr->p = p;
-	pr->state = &p->state;
 	pr->claim_seen = CLAIM_STALE;
 	bp_waitq_init(&pr->claim_wq); /* settles membarrier (wait.c) */
 	/* relaxed: settled by the pthread_once in bp_waitq_init */

@@ -15,10 +15,13 @@
  * they were staged, whoever submits them.
  *
  * Drain sets CLAIM_CLOSED with its claim and never clears it: a closed
- * handle takes nothing more. Producers learn about claims by loading the
- * claim word after their tail store; the other side orders its claim before
- * its look at tail with a membarrier (bpi_barrier_all), so of a producer's
- * tail store and a concurrent claim, at least one sees the other.
+ * handle takes nothing more. A handle created before bp_pipeline_start
+ * carries CLAIM_IDLE until start clears it: the owner's one look at the
+ * claim word per job also tells it whether the pipeline runs. Producers learn
+ * about claims by loading the claim word after their tail store; the other side
+ * orders its claim before its look at tail with a membarrier (bpi_barrier_all),
+ * so of a producer's tail store and a concurrent claim, at least one sees the
+ * other.
  */
 #ifndef BP_SRC_PRODUCER_INTERNAL_H
 #define BP_SRC_PRODUCER_INTERNAL_H
@@ -27,11 +30,9 @@
 
 #define CLAIM_BUSY   1u		/* a claim is submitting from head */
 #define CLAIM_CLOSED 2u		/* drain took the handle for good */
-#define CLAIM_SHIFT  2		/* claim word = head << CLAIM_SHIFT | flags */
+#define CLAIM_IDLE   4u		/* not started yet: nothing goes in */
+#define CLAIM_SHIFT  3		/* claim word = head << CLAIM_SHIFT | flags */
 #define CLAIM_STALE  UINT64_MAX /* never a claim word: look again */
-
-/* What a detached handle's state points at: P_STOPPED. */
-extern const _Atomic int bpi_stopped;
 
 struct bp_producer {
 	/* the owner's line: written per job by the owner only */
@@ -39,14 +40,14 @@ struct bp_producer {
 	struct bp_job **slots;	   /* cap entries, position & mask */
 	_Atomic int64_t *stage_ns; /* staging time of each slot's job */
 	unsigned cap, mask;	   /* cap: a power of two >= max_inflight */
-	const _Atomic int *state;  /* the pipeline's; bpi_stopped once gone */
 	uint64_t head_seen;	   /* head as the owner last saw it */
 	uint64_t room_end;	   /* head_seen + cap: the buffer is full */
+	uint64_t batch_end;	   /* head_seen + max_batch: flush */
 	uint64_t claim_seen;	   /* the claim word then, or CLAIM_STALE */
-	int64_t due_ns;	       /* job head_seen's staging time + the deadline */
-	bool fence;	       /* no membarrier: fence per job */
-	_Atomic uint64_t tail; /* owner: release per job; claimers read */
-	_Atomic uint64_t claim;	    /* head << CLAIM_SHIFT | CLAIM_* */
+	int64_t due_ns;		   /* job head_seen's staging time + deadline */
+	bool fence;		   /* no membarrier: fence per job */
+	_Atomic uint64_t tail;	   /* owner: release per job; claimers read */
+	_Atomic uint64_t claim;	   /* head << CLAIM_SHIFT | CLAIM_* */
 	_Atomic uint64_t claim_end; /* tail a flusher or drain claim saw */
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
 	_Atomic int retired;	    /* being destroyed: the flusher keeps off */

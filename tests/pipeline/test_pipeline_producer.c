@@ -469,8 +469,8 @@ static unsigned race_run(unsigned nh, unsigned workers, unsigned batch,
 		jobs_init(pp[h].jobs, per, h);
 		pthread_create(&t[h], NULL, producer_main, &pp[h]);
 	}
-	if (overlap)
-		pt_sleep_ns((int64_t)(rnd(&seed) % 20) * 1000000);
+	if (overlap) /* drain once they are well under way */
+		wait_count(&s->count, nh * per / 4 + rnd(&seed) % per, 5000);
 	else
 		for (unsigned h = 0; h < nh; h++)
 			pthread_join(t[h], NULL);
