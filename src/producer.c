@@ -193,7 +193,11 @@ static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
 	pr->claim_seen = CLAIM_STALE;
 	/* relaxed: only which error to give */
 	st = atomic_load_explicit(&pr->p->state, memory_order_relaxed);
-	return st == P_CREATED ? -EINVAL : -EPIPE; /* never started: -EPIPE */
+	if (st != P_CREATED)
+		return -EPIPE; /* start failed, or drained without a start */
+	bpi_log(pr->p, BP_LOG_ERROR,
+		"bp_producer_submit: the pipeline is not started");
+	return -EINVAL;
 }
 
 /*

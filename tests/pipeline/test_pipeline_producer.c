@@ -233,6 +233,7 @@ static void test_submit_lifecycle(void **unused)
 	assert_int_equal(bp_producer_create(p, &pr), 0); /* before start: ok */
 	assert_int_equal(bp_pipeline_submit(p, &raw, 1, 0, -1), -EINVAL);
 	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), -EINVAL);
+	assert_non_null(strstr(logs.last, "not started"));
 	assert_int_equal(bp_producer_staged(pr), 0);
 	assert_int_equal(bp_producer_flush(pr), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
