@@ -98,7 +98,8 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 			"job(s) stay staged for bp_producer_flush",
 			bp_strerror(rc), (unsigned long long)(t - h - done));
 	}
-	bpi_producer_release(pr, h + done, 0);
+	/* -EPIPE: intake is closed for good, and so is the handle */
+	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
 }
 
 /*

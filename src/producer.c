@@ -126,7 +126,8 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 				      memory_order_relaxed);
 	saw_head(pr, h + done);
 	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
-	bpi_producer_release(pr, h + done, 0);
+	/* -EPIPE: intake is closed for good, and so is the handle */
+	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
 	return rc;
 }
 
