@@ -115,13 +115,25 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 			break;
 	}
 	h = bpi_claim_head(c);
-	rc = bpi_producer_submit_range(pr, h, t, false, &done);
+	if ((h & pr->mask) + (t - h) <= pr->cap) {
+		/* the usual case: one run, no wrap */
+		rc = bp_pipeline_submit(pr->p, pr->slots + (h & pr->mask),
+					(unsigned)(t - h), 0, -1);
+		done = rc > 0 ? (uint64_t)rc : 0;
+		rc = rc < 0 ? rc : 0;
+		if (rc == 0 && h + done < t) /* partial, then an error */
+			rc = bpi_producer_submit_range(pr, h + done, t, false,
+						       &done);
+	} else {
+		rc = bpi_producer_submit_range(pr, h, t, false, &done);
+	}
 	if (rc < 0 && unstage_last && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
 		atomic_store_explicit(&pr->tail, t - 1, memory_order_relaxed);
 	}
-	if (rc == 0)
-		/* relaxed: the flusher re-reads it under its claim */
+	/* relaxed: the flusher re-reads it under its claim */
+	if (rc == 0 &&
+	    atomic_load_explicit(&pr->flusher_err, memory_order_relaxed))
 		atomic_store_explicit(&pr->flusher_err, 0,
 				      memory_order_relaxed);
 	saw_head(pr, h + done);
