@@ -406,6 +406,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	}
 	/* release: a stopper that sees RUNNING sees the started threads */
 	atomic_store_explicit(&p->state, P_RUNNING, memory_order_release);
+	bpi_flusher_open(p); /* producer handles take jobs from now on */
 	return 0;
 }
 
@@ -666,6 +667,8 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 	if (atomic_compare_exchange_strong_explicit(&p->state, &st, P_STOPPING,
 						    memory_order_acq_rel,
 						    memory_order_acquire)) {
+		/* producer handles' staged jobs go in before intake closes */
+		bpi_flusher_close(p);
 		/* producers get -EPIPE from here on */
 		bp_ring_close(p->ingress);
 	} else if (st == P_CREATED &&
@@ -754,6 +757,7 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 			"aborting, and waiting without a limit for the stage "
 			"to complete or cancel what it holds");
 	stop(p, gave_up, -1, "bp_pipeline_destroy");
+	bpi_flusher_destroy(p);
 	free_pipeline(p);
 }
 

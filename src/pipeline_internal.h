@@ -78,6 +78,26 @@ struct bp_worker {
 	struct bpi_waitq progress;
 };
 
+/*
+ * The pipeline's producer handles and the thread that flushes their staged
+ * jobs when a flush deadline passes (flusher.c). Zeroed memory is a valid,
+ * empty one.
+ */
+struct bpi_flusher {
+	_Atomic int lock; /* registry changes, drain, destroy (cold paths) */
+	_Atomic(struct bp_producer *) handles; /* walked without the lock */
+	bool closed;  /* under lock: drain took every handle, none may join */
+	bool started; /* under lock: the thread runs */
+	bool running; /* under lock: bp_pipeline_start succeeded */
+	pthread_t thread;
+	_Atomic int stop;
+	_Atomic uint64_t walks; /* odd while the flusher walks the handles */
+	/* when the flusher wakes by itself; 0 while awake */
+	alignas(BP_FALSE_SHARING) _Atomic int64_t sleep_until;
+	struct bpi_waitq wq;	 /* the flusher sleeps here */
+	struct bpi_waitq walk_wq; /* handle removal waits here for a walk */
+};
+
 enum pipeline_state {
 	P_CREATED = 0,
 	P_RUNNING,
@@ -125,6 +145,8 @@ struct bp_pipeline {
 	uint64_t next_seq;
 	bp_counter st_ok, st_failed, st_cancelled, st_sink_batches;
 	bp_counter st_lat[BP_LAT_BUCKETS];
+
+	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 };
 
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
@@ -150,6 +172,16 @@ void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited);
 int bpi_pipeline_thread_start(struct bp_pipeline *p, pthread_t *t,
 			      enum bp_thread_role role, unsigned index, int cpu,
 			      void *(*fn)(void *), void *arg);
+/* From bp_pipeline_start, once running: handles take jobs from now on. */
+void bpi_flusher_open(struct bp_pipeline *p);
+/*
+ * From stop(), before intake closes: submit every handle's staged jobs and
+ * close the handles (their later submits get -EPIPE), stop the flusher.
+ * Idempotent.
+ */
+void bpi_flusher_close(struct bp_pipeline *p);
+/* From destroy: close, then detach handles still alive (logged). */
+void bpi_flusher_destroy(struct bp_pipeline *p);
 
 /* Latency bucket of a duration in ns: 4 buckets per power of two. */
 static inline unsigned bpi_lat_bucket(uint64_t ns)

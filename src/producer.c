@@ -1,105 +1,395 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Producer handles: stage jobs in a private buffer, submit them as one
- * batch. The flush deadline is a max age measured from the oldest staged
- * job: adding jobs never postpones it (no debounce).
+ * Producer handles: the owner's calls. Jobs are staged in the handle's
+ * single-producer queue and submitted as one batch when max_batch are
+ * staged, when the owner finds the oldest staged job older than the flush
+ * deadline, on bp_producer_flush, or by the pipeline's flusher thread once
+ * that deadline passes while the owner is away (flusher.c). The deadline is
+ * a max age measured from the oldest staged job: adding jobs never
+ * postpones it. How claims keep each handle's order: producer_internal.h.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
-#include "pipeline_internal.h"
+#include "producer_internal.h"
+#include "wait_internal.h"
 
-struct bp_producer {
-	struct bp_pipeline *p;
-	struct bp_job **staged;
-	unsigned n, cap;
-	int64_t oldest_ns; /* when the first staged job was added */
-};
-
-int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
+static inline int64_t add_sat(int64_t t, uint64_t ns)
 {
-	struct bp_producer *pr;
+	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
+}
 
-	if (!p || !out)
-		return -EINVAL;
-	pr = calloc(1, sizeof(*pr));
-	if (!pr)
-		return -ENOMEM;
-	/* live max_batch never exceeds max_inflight (set_max_batch checks) */
-	pr->cap = p->cfg.max_inflight;
-	pr->staged = malloc(pr->cap * sizeof(*pr->staged));
-	if (!pr->staged) {
-		free(pr);
-		return -ENOMEM;
+/* The owner's view of head, and where the buffer is full from it. */
+static inline void saw_head(struct bp_producer *pr, uint64_t h)
+{
+	pr->head_seen = h;
+	pr->room_end = h + pr->cap;
+}
+
+int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
+			      bool retry_eintr, uint64_t *done)
+{
+	while (h < t) {
+		unsigned at = (unsigned)(h & pr->mask);
+		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
+		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
+					    (unsigned)run, 0, -1);
+
+		if (rc == -EINTR && retry_eintr)
+			continue;
+		if (rc < 0)
+			return rc;
+		h += (uint64_t)rc;
+		*done += (uint64_t)rc;
 	}
-	pr->p = p;
-	*out = pr;
+	return 0;
+}
+
+void bpi_producer_release(struct bp_producer *pr, uint64_t head, unsigned flags)
+{
+	/*
+	 * release: our reads of the slots below head, and the claimer's
+	 * flusher_err, before anyone who sees the new head; pairs with the
+	 * acquire loads of claim (the owner reuses those slots after one)
+	 */
+	atomic_store_explicit(&pr->claim, head << CLAIM_SHIFT | flags,
+			      memory_order_release);
+	bpi_waitq_wake(&pr->claim_wq);
+}
+
+static int claim_free(void *arg)
+{
+	struct bp_producer *pr = arg;
+
+	/* acquire: pairs with bpi_producer_release */
+	return !(atomic_load_explicit(&pr->claim, memory_order_acquire) &
+		 CLAIM_BUSY);
+}
+
+uint64_t bpi_producer_wait_claim(struct bp_producer *pr)
+{
+	/*
+	 * A claim in progress is a blocking submit of the flusher, drain or
+	 * owner: it ends as soon as ingress has room. -EINTR is a signal, not
+	 * the end of the claim: wait again.
+	 */
+	while (bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
+			     claim_free, pr, -1) < 0)
+		;
+	/* acquire: pairs with bpi_producer_release */
+	return atomic_load_explicit(&pr->claim, memory_order_acquire);
+}
+
+/*
+ * The owner claims and submits everything staged. wait: a claim in progress
+ * (the flusher's, or drain's) is waited for, then what is left is claimed;
+ * otherwise it is left to that claim's owner. unstage_last: on an error,
+ * the job the caller just staged is taken back (before the claim ends, so
+ * nobody else can submit it), since the caller reports it as not taken.
+ */
+static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
+{
+	/* acquire: pairs with bpi_producer_release */
+	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	uint64_t h, done = 0;
+	/* relaxed: the owner's own store */
+	uint64_t t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
+	int rc;
+
+	for (;;) {
+		if (c & CLAIM_BUSY) {
+			if (!wait)
+				return 0;
+			c = bpi_producer_wait_claim(pr);
+			continue;
+		}
+		if (c & CLAIM_CLOSED)
+			return bpi_claim_head(c) == t ? 0 : -EPIPE;
+		if (bpi_claim_head(c) == t)
+			return 0; /* nothing staged */
+		/* acquire: the previous claimer's slot reads come first */
+		if (atomic_compare_exchange_weak_explicit(
+			    &pr->claim, &c, c | CLAIM_BUSY,
+			    memory_order_acquire, memory_order_acquire))
+			break;
+	}
+	h = bpi_claim_head(c);
+	if ((h & pr->mask) + (t - h) <= pr->cap) {
+		/* the usual case: one run, no wrap */
+		rc = bp_pipeline_submit(pr->p, pr->slots + (h & pr->mask),
+					(unsigned)(t - h), 0, -1);
+		done = rc > 0 ? (uint64_t)rc : 0;
+		rc = rc < 0 ? rc : 0;
+		if (rc == 0 && h + done < t) /* partial, then an error */
+			rc = bpi_producer_submit_range(pr, h + done, t, false,
+						       &done);
+	} else {
+		rc = bpi_producer_submit_range(pr, h, t, false, &done);
+	}
+	if (rc < 0 && unstage_last && h + done < t) {
+		/* relaxed: published by the release that ends the claim */
+		atomic_store_explicit(&pr->tail, t - 1, memory_order_relaxed);
+	}
+	/* relaxed: the flusher re-reads it under its claim */
+	if (rc == 0 &&
+	    atomic_load_explicit(&pr->flusher_err, memory_order_relaxed))
+		atomic_store_explicit(&pr->flusher_err, 0,
+				      memory_order_relaxed);
+	saw_head(pr, h + done);
+	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
+	/* -EPIPE: intake is closed for good, and so is the handle */
+	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
+	return rc;
+}
+
+/*
+ * The first job of a batch (nothing older is staged): make sure the
+ * flusher wakes by this batch's deadline. Once per batch, not per job.
+ */
+static void announce_batch(struct bp_pipeline *p, int64_t now,
+			   uint64_t deadline_ns)
+{
+	int64_t due = add_sat(now, deadline_ns);
+
+	/*
+	 * Dekker with the flusher going to sleep (store sleep_until, arm,
+	 * look at tails): our tail store before our look at sleep_until, so
+	 * either it sees our job or we see when it will wake.
+	 */
+	bpi_full_fence();
+	/* relaxed: ordered by the fences on both sides */
+	if (due <
+	    atomic_load_explicit(&p->fl.sleep_until, memory_order_relaxed))
+		bpi_waitq_wake(&p->fl.wq);
+}
+
+/*
+ * The handle was closed by drain around our tail store: drain submitted
+ * the job if its look at tail saw it. Nobody claims a closed handle once
+ * drain's claim has ended, so a job it did not take can be taken back.
+ */
+static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
+{
+	if (c & CLAIM_BUSY)
+		c = bpi_producer_wait_claim(pr);
+	pr->claim_seen = CLAIM_STALE; /* every later call comes back here */
+	saw_head(pr, bpi_claim_head(c));
+	if (bpi_claim_head(c) > t)
+		return 0; /* drain submitted it */
+	/* relaxed: only the owner reads tail of a closed, idle handle */
+	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
+	return -EPIPE;
+}
+
+static int claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t,
+			 int64_t now);
+
+/*
+ * The pipeline has not started (or never will): take the job back, under a
+ * claim so that nobody can submit it meanwhile. If start opened the handle
+ * first, the job simply stays staged.
+ */
+static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
+			    int64_t now)
+{
+	int st;
+
+	/* acquire: pairs with bpi_producer_release */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &pr->claim, &c, c | CLAIM_BUSY, memory_order_acquire,
+		    memory_order_acquire))
+		return claim_changed(pr, c, t, now); /* opened or closed */
+	/* relaxed: published by the release that ends the claim */
+	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
+	bpi_producer_release(pr, bpi_claim_head(c), CLAIM_IDLE);
+	pr->claim_seen = CLAIM_STALE;
+	/* relaxed: only which error to give */
+	st = atomic_load_explicit(&pr->p->state, memory_order_relaxed);
+	if (st != P_CREATED)
+		return -EPIPE; /* start failed, or drained without a start */
+	bpi_log(pr->p, BP_LOG_ERROR,
+		"bp_producer_submit: the pipeline is not started");
+	return -EINVAL;
+}
+
+/*
+ * The claim word changed since the owner's last look (a claim began or
+ * ended, or the owner's own flush asked for a fresh look): once per batch.
+ * The batch's deadline and size limit are fixed here, with the live values
+ * of the moment.
+ */
+static __attribute__((noinline)) int
+claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
+{
+	struct bp_pipeline *p;
+	uint64_t h, deadline_ns;
+
+	if (c & CLAIM_CLOSED)
+		return closed_after_stage(pr, c, t);
+	if (c & CLAIM_IDLE)
+		return idle_after_stage(pr, c, t, now);
+	p = pr->p;
+	h = bpi_claim_head(c);
+	pr->claim_seen = c;
+	saw_head(pr, h);
+	/* relaxed: live settings, read once per batch */
+	deadline_ns =
+		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
+	pr->batch_end = h + atomic_load_explicit(&p->live_max_batch,
+						 memory_order_relaxed);
+	/* relaxed: the owner's own store */
+	pr->due_ns = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+						  memory_order_relaxed),
+			     deadline_ns);
+	if (t + 1 >= pr->batch_end)
+		return own_flush(pr, false, true);
+	if (now >= pr->due_ns)
+		return own_flush(pr, true, true);
+	if (h == t) /* still staged, and the oldest: a new batch */
+		announce_batch(p, now, deadline_ns);
+	return 0;
+}
+
+/* The buffer looks full: look at head again, flush if it really is. */
+static __attribute__((noinline)) int make_room(struct bp_producer *pr,
+					       uint64_t t)
+{
+	/* acquire: slots below head are free again (claim release) */
+	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+
+	saw_head(pr, bpi_claim_head(c));
+	pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
+	return t == pr->room_end ? own_flush(pr, true, false) : 0;
+}
+
+/* bp_now_ns, inlined: one call fewer per job. */
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Per job: stage, then one look at the claim word. Whether the pipeline
+ * runs is in that word too (CLAIM_IDLE before start, CLAIM_CLOSED after
+ * drain), so a job staged at the wrong time is taken back on the slow path.
+ */
+int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
+{
+	uint64_t t, c;
+	unsigned at;
+	int64_t now;
+
+	if (!pr || !job || ((uintptr_t)job & 1))
+		return -EINVAL;
+	/* relaxed: the owner's own store */
+	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
+	if (t == pr->room_end) {
+		int rc = make_room(pr, t);
+
+		if (rc < 0)
+			return rc;
+	}
+	now = now_ns();
+	at = (unsigned)(t & pr->mask);
+	pr->slots[at] = job;
+	/* release: the flusher reads it before re-checking claim (seqlock) */
+	atomic_store_explicit(&pr->stage_ns[at], now, memory_order_release);
+	/* release: the job before the new tail; pairs with claimers' acquire */
+	atomic_store_explicit(&pr->tail, t + 1, memory_order_release);
+	/*
+	 * Without membarrier the claimers cannot order our tail store before
+	 * our claim load for us (bpi_barrier_all): fence here, as wait.h's
+	 * wakers do.
+	 */
+	if (pr->fence)
+		bpi_full_fence();
+	/* acquire: claims that ended since (pairs with their release) */
+	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	if (c != pr->claim_seen)
+		return claim_changed(pr, c, t, now);
+	if (t + 1 >= pr->batch_end)
+		return own_flush(pr, false, true);
+	if (now >= pr->due_ns)
+		return own_flush(pr, true, true);
 	return 0;
 }
 
 int bp_producer_flush(struct bp_producer *pr)
 {
-	unsigned off = 0;
-
 	if (!pr)
 		return -EINVAL;
-	while (off < pr->n) {
-		int rc = bp_pipeline_submit(pr->p, pr->staged + off,
-					    pr->n - off, 0, -1);
-
-		if (rc < 0) {
-			/* keep what was not accepted staged, in order */
-			for (unsigned i = off; i < pr->n; i++)
-				pr->staged[i - off] = pr->staged[i];
-			pr->n -= off;
-			return rc;
-		}
-		off += (unsigned)rc;
-	}
-	pr->n = 0;
-	return 0;
-}
-
-int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
-{
-	int64_t now;
-
-	if (!pr || !job || ((uintptr_t)job & 1))
-		return -EINVAL;
-	if (pr->n == pr->cap) {
-		int rc = bp_producer_flush(pr);
-
-		if (rc < 0)
-			return rc;
-	}
-	now = bp_now_ns();
-	if (pr->n == 0)
-		pr->oldest_ns = now;
-	pr->staged[pr->n++] = job;
-	/* relaxed: live settings, picked up on the next call at the latest */
-	if (pr->n >= atomic_load_explicit(&pr->p->live_max_batch,
-					  memory_order_relaxed) ||
-	    (uint64_t)(now - pr->oldest_ns) >=
-		    atomic_load_explicit(&pr->p->live_flush_ns,
-					 memory_order_relaxed)) {
-		int rc = bp_producer_flush(pr);
-
-		/*
-		 * An error means this job was not taken: the flush submits in
-		 * order and keeps what was not accepted, so it is still the
-		 * last staged job. Unstage it, so a retry cannot submit it
-		 * twice; the jobs staged before it stay staged.
-		 */
-		if (rc < 0)
-			pr->n--;
-		return rc;
-	}
-	return 0;
+	if (pr->detached)
+		return bp_producer_staged(pr) ? -EPIPE : 0;
+	return own_flush(pr, true, false);
 }
 
 unsigned bp_producer_staged(const struct bp_producer *pr)
 {
-	return pr ? pr->n : 0;
+	uint64_t c, h, e;
+
+	if (!pr)
+		return 0;
+	/* acquire: pairs with bpi_producer_release */
+	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	h = bpi_claim_head(c);
+	if (c & CLAIM_BUSY) {
+		/*
+		 * The flusher's or drain's claim in progress: what it took is
+		 * no longer staged (and may even be delivered). A stale value
+		 * from an earlier claim is below head. relaxed: see its store.
+		 */
+		e = atomic_load_explicit(&pr->claim_end, memory_order_relaxed);
+		if (e > h)
+			h = e;
+	}
+	/* relaxed: the owner's own store */
+	return (unsigned)(atomic_load_explicit(&pr->tail,
+					       memory_order_relaxed) -
+			  h);
+}
+
+static void free_handle(struct bp_producer *pr)
+{
+	free(pr->slots);
+	free(pr->stage_ns);
+	bpi_free_aligned(pr, sizeof(*pr), BP_FALSE_SHARING);
+}
+
+int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
+{
+	struct bp_producer *pr;
+	unsigned cap = 1;
+	int rc;
+
+	if (!p || !out)
+		return -EINVAL;
+	pr = bpi_alloc_aligned(sizeof(*pr), BP_FALSE_SHARING); /* zeroed */
+	if (!pr)
+		return -ENOMEM;
+	/* live max_batch never exceeds max_inflight (set_max_batch checks) */
+	while (cap < p->cfg.max_inflight)
+		cap <<= 1;
+	pr->cap = cap;
+	pr->mask = cap - 1;
+	saw_head(pr, 0);
+	pr->slots = malloc(cap * sizeof(*pr->slots));
+	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
+	pr->p = p;
+	pr->claim_seen = CLAIM_STALE;
+	bpi_waitq_init(&pr->claim_wq); /* settles membarrier (wait.c) */
+	/* relaxed: settled by the pthread_once in bpi_waitq_init */
+	pr->fence = __atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED);
+	rc = pr->slots && pr->stage_ns ? bpi_flusher_add(p, pr) : -ENOMEM;
+	if (rc) {
+		free_handle(pr);
+		return rc;
+	}
+	*out = pr;
+	return 0;
 }
 
 int bp_producer_destroy(struct bp_producer *pr)
@@ -108,8 +398,15 @@ int bp_producer_destroy(struct bp_producer *pr)
 
 	if (!pr)
 		return 0;
+	/*
+	 * The flusher leaves the handle alone from here: jobs a failed flush
+	 * leaves staged are the caller's. Relaxed: the flusher re-reads it
+	 * under its claim, which is ordered after ours or waited for.
+	 */
+	atomic_store_explicit(&pr->retired, 1, memory_order_relaxed);
 	rc = bp_producer_flush(pr);
-	free(pr->staged);
-	free(pr);
+	if (!pr->detached)
+		bpi_flusher_remove(pr->p, pr);
+	free_handle(pr);
 	return rc < 0 ? rc : 0;
 }

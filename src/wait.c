@@ -93,6 +93,19 @@ void bpi_wait_global_init(void)
 	pthread_once(&membarrier_once, membarrier_setup);
 }
 
+void bpi_barrier_all(void)
+{
+	/*
+	 * Without membarrier the other side fences itself (it reads
+	 * bpi_waitq_need_fence): then this fence is the only one needed here.
+	 */
+	if (membarrier_ok &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ==
+		    0)
+		return;
+	bpi_full_fence();
+}
+
 void bp_wait_policy_init(struct bp_wait_policy *p)
 {
 	p->strategy = BP_WAIT_SPIN_SLEEP;

@@ -22,6 +22,16 @@ static inline int64_t bpi_deadline(int64_t now, int64_t timeout_ns)
 void bpi_wait_global_init(void);
 
 /*
+ * A full barrier on every thread of the process that is running now
+ * (membarrier PRIVATE_EXPEDITED), so that a thread on the cold side of a
+ * Dekker pair may pair with a hot side that only stops the compiler (a
+ * signal fence). Where membarrier is missing, a full fence: the hot side
+ * then fences itself (bpi_waitq_need_fence). Cold path: a system call
+ * that interrupts every CPU running this process.
+ */
+void bpi_barrier_all(void);
+
+/*
  * Retry `try_fn(arg)` until it returns non-zero (its result is returned),
  * waiting between tries as `pol` says and sleeping on `q` when the policy
  * sleeps. Whoever makes try_fn succeed must wake q after publishing

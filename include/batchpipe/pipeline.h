@@ -273,28 +273,65 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 
 /* ----------------------------------------------------------- producers */
 /*
- * A producer handle stages jobs in a per-thread buffer and submits them as
- * one batch when max_batch are staged, or when the oldest staged job is
- * older than the flush deadline (checked on every call: a max age, not a
- * timer reset by each add), or on bp_producer_flush. One thread at a time
- * per handle.
+ * A producer handle stages jobs in a buffer of its own and submits them as
+ * one batch (bp_pipeline_submit, blocking) when max_batch are staged, when a
+ * call finds the oldest staged job older than the flush deadline, or on
+ * bp_producer_flush. The deadline is a real max age, measured from the
+ * oldest staged job (adding jobs never postpones it): once it passes, the
+ * pipeline's flusher thread (started with the first handle) submits what is
+ * staged even if the owner never calls again. The jobs of one handle enter
+ * the pipeline in the order they were staged, whoever submits them.
+ *
+ * Drain and abort submit everything staged in every handle before intake
+ * closes (abort: those jobs then reach the sink as BP_JOB_CANCELLED), so a
+ * job whose bp_producer_submit returned 0 reaches the sink. From then on
+ * the handles refuse jobs with -EPIPE. A live max_batch or flush deadline
+ * applies to each handle's next batch at the latest.
+ *
+ * Threads: one thread at a time per handle (the owner; it may change, with
+ * the caller ordering the hand-over); the flusher is the library's. The
+ * owner pays no lock and no atomic read-modify-write per job. Destroy
+ * handles before their pipeline: bp_pipeline_destroy logs an error for each
+ * handle left, closes it (its calls return -EPIPE, bp_producer_staged 0)
+ * and bp_producer_destroy still frees it afterwards.
  */
 struct bp_producer;
 
+/*
+ * Create a handle on p, before or after bp_pipeline_start (the first one
+ * starts the flusher thread). Any thread. Returns 0 and *out (after drain
+ * or abort the handle is closed: its submits return -EPIPE), -EINVAL (NULL
+ * argument), -ENOMEM, or the flusher's thread-creation error (logged).
+ */
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
 /*
- * Stage one job; may submit (blocking). Returns 0 (the job is staged or
- * submitted), or bp_pipeline_submit's errors, in which case this job was not
- * taken (jobs staged by earlier calls stay staged: bp_producer_flush retries).
+ * Stage one job; may submit (blocking, like bp_pipeline_submit). Returns 0:
+ * the job is staged or submitted and will reach the sink. Otherwise the job
+ * was not taken (jobs staged by earlier calls stay staged, for
+ * bp_producer_flush): -EINVAL (NULL handle or job, odd job pointer, or the
+ * pipeline not started yet), -EPIPE (drain or abort has begun, or the
+ * pipeline was destroyed), -EINTR (a signal interrupted a submit before it
+ * took anything). The owner thread only.
  */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
-/* Submit what is staged (blocking). Returns 0 or bp_pipeline_submit's errors.
+/*
+ * Submit everything staged (blocking; waits for a flush of the flusher in
+ * progress, then submits what is left). Returns 0 (nothing left staged),
+ * -EINVAL (NULL), or bp_pipeline_submit's errors (-EPIPE, -EINTR): the jobs
+ * not accepted stay staged, in order. The owner thread only.
  */
 int bp_producer_flush(struct bp_producer *pr);
-/* Jobs staged now. */
+/*
+ * Jobs staged now, not yet handed to bp_pipeline_submit (by the owner, the
+ * flusher or drain); 0 for NULL. After drain: 0, or what a failed flush
+ * left. The owner thread only.
+ */
 unsigned bp_producer_staged(const struct bp_producer *pr);
-/* Flush, then free. NULL is accepted. Returns 0, or the flush's error:
- * the jobs still staged then were not submitted (the caller owns them). */
+/*
+ * Flush, then free. NULL is accepted. Returns 0, or the flush's error: the
+ * jobs still staged then were not submitted (the caller owns them). The
+ * owner thread only; no call on the handle may follow.
+ */
 int bp_producer_destroy(struct bp_producer *pr);
 
 /* --------------------------------------------------------- statistics */

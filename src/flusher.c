@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The flusher: one thread per pipeline, started with its first producer
+ * handle, that submits a handle's staged jobs once the oldest is older than
+ * the flush deadline and the owner has not done it. It sleeps until the
+ * earliest deadline of any handle; a producer that stages the first job of
+ * a batch wakes it only if that batch is due before it would wake anyway
+ * (once per batch, not per job). It claims a handle's staged jobs as the
+ * owner does (producer_internal.h) and submits them blocking: drain waits
+ * for a claim in progress before it closes intake, and intake has room as
+ * long as workers run.
+ *
+ * Also here: the registry of handles (a list the flusher walks without a
+ * lock; changes take a flag lock, a cold path; a removed handle is freed
+ * only after the walk that could still see it), and what drain and destroy
+ * do with handles.
+ *
+ * A job the flusher's look at tail missed while its owner was staging it,
+ * with the owner's look at claim missing the flusher's claim, would wait
+ * for the owner's next call. The flusher looks again when it wakes; before
+ * it sleeps without a deadline after a claim it issues a membarrier first,
+ * which makes every such tail store visible to its last look.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+
+#include "producer_internal.h"
+#include "wait_internal.h"
+
+static void reg_lock(struct bpi_flusher *fl)
+{
+	int expect = 0;
+
+	/* acquire: the previous holder's registry changes are visible */
+	while (!atomic_compare_exchange_weak_explicit(&fl->lock, &expect, 1,
+						      memory_order_acquire,
+						      memory_order_relaxed)) {
+		expect = 0;
+		sched_yield();
+	}
+}
+
+static void reg_unlock(struct bpi_flusher *fl)
+{
+	/* release: pairs with the acquire in reg_lock */
+	atomic_store_explicit(&fl->lock, 0, memory_order_release);
+}
+
+/* ----------------------------------------------------------- the walk */
+
+static int64_t add_sat(int64_t t, uint64_t ns)
+{
+	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
+}
+
+/* Submit what a claim (taken with head h) covers, then end the claim. */
+static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
+			   uint64_t h)
+{
+	uint64_t t, done = 0;
+	int rc = 0;
+
+	/* relaxed: both ordered by the claim's acquire (set before ours) */
+	if (atomic_load_explicit(&pr->retired, memory_order_relaxed) ||
+	    atomic_load_explicit(&pr->flusher_err, memory_order_relaxed)) {
+		bpi_producer_release(pr, h, 0);
+		return;
+	}
+	/* acquire: the jobs below tail are stored (pairs with the owner) */
+	t = atomic_load_explicit(&pr->tail, memory_order_acquire);
+	/* relaxed: the submit's publication carries it to whoever saw a job */
+	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
+	rc = bpi_producer_submit_range(pr, h, t, true, &done);
+	if (rc < 0) {
+		/*
+		 * What was not accepted stays staged, in order: the owner's
+		 * flush or destroy retries it and reports its own error.
+		 * relaxed: published by the release that ends the claim.
+		 */
+		atomic_store_explicit(&pr->flusher_err, rc,
+				      memory_order_relaxed);
+		bpi_log(p, BP_LOG_WARN,
+			"producer flush deadline: submit failed: %s; %llu "
+			"job(s) stay staged for bp_producer_flush",
+			bp_strerror(rc), (unsigned long long)(t - h - done));
+	}
+	/* -EPIPE: intake is closed for good, and so is the handle */
+	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
+}
+
+/*
+ * Walk the handles once. claim: submit those whose oldest staged job is
+ * due. *next: the earliest deadline still ahead (-1: none). Returns
+ * whether to walk again at once (a claim took time, or a handle changed
+ * under the look). Sets *claimed after a claim.
+ */
+static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
+		 bool *claimed)
+{
+	struct bpi_flusher *fl = &p->fl;
+	int64_t now = bp_now_ns();
+	/* relaxed: a live setting, read each walk */
+	uint64_t deadline_ns =
+		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
+	bool again = false;
+
+	*next = -1;
+	/* seq_cst: odd before the list loads; Dekker with bpi_flusher_remove */
+	atomic_fetch_add_explicit(&fl->walks, 1, memory_order_seq_cst);
+	/* seq_cst loads: see every removal ordered before the increment */
+	for (struct bp_producer *pr = atomic_load(&fl->handles); pr;
+	     pr = atomic_load(&pr->next)) {
+		/* acquire: pairs with bpi_producer_release */
+		uint64_t c =
+			atomic_load_explicit(&pr->claim, memory_order_acquire);
+		uint64_t h = bpi_claim_head(c), t;
+		int64_t due;
+
+		/* relaxed: hints; flusher_submit re-reads them under claim */
+		if ((c & (CLAIM_BUSY | CLAIM_CLOSED | CLAIM_IDLE)) ||
+		    atomic_load_explicit(&pr->flusher_err,
+					 memory_order_relaxed) ||
+		    atomic_load_explicit(&pr->retired, memory_order_relaxed))
+			continue; /* the claim's owner takes all it sees */
+		/* acquire: the jobs and times below tail (owner's release) */
+		t = atomic_load_explicit(&pr->tail, memory_order_acquire);
+		if (t == h)
+			continue;
+		/*
+		 * The oldest staged job's time, then claim again: the owner
+		 * reuses that slot only after head moved past it, so an
+		 * unchanged claim word means the time belongs to job h.
+		 * acquire: orders the re-read after it (pairs with the
+		 * owner's release of the time).
+		 */
+		due = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+						   memory_order_acquire),
+			      deadline_ns);
+		/* relaxed: ordered by the acquire above */
+		if (atomic_load_explicit(&pr->claim, memory_order_relaxed) !=
+		    c) {
+			again = true;
+			continue;
+		}
+		if (!claim || due > now) {
+			if (*next < 0 || due < *next)
+				*next = due;
+			continue;
+		}
+		/* acquire: the previous claimer's slot reads come first */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &pr->claim, &c, c | CLAIM_BUSY,
+			    memory_order_acquire, memory_order_relaxed)) {
+			again = true; /* the owner or drain got there first */
+			continue;
+		}
+		flusher_submit(p, pr, h);
+		*claimed = true;
+		again = true;
+	}
+	/* seq_cst: even again; a waiting removal sees the walk ended */
+	atomic_fetch_add_explicit(&fl->walks, 1, memory_order_seq_cst);
+	bpi_waitq_wake(&fl->walk_wq);
+	return again;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct bp_pipeline *p = arg;
+	struct bpi_flusher *fl = &p->fl;
+	bool claimed = false; /* claims since the last membarrier */
+
+	/* acquire: pairs with the release in bpi_flusher_close */
+	while (!atomic_load_explicit(&fl->stop, memory_order_acquire)) {
+		int64_t next, next2;
+		uint32_t key;
+
+		if (walk(p, true, &next, &claimed))
+			continue;
+		/*
+		 * Going to sleep: say until when, arm, look again. seq_cst:
+		 * Dekker with a producer's first job of a batch
+		 * (announce_batch): it sees the new sleep_until or we see its
+		 * job.
+		 */
+		atomic_store_explicit(&fl->sleep_until,
+				      next < 0 ? INT64_MAX : next,
+				      memory_order_seq_cst);
+		key = bpi_waitq_prepare(&fl->wq);
+		if (next < 0 && claimed) {
+			bpi_barrier_all(); /* see the top of this file */
+			claimed = false;
+		}
+		/* acquire: pairs with the release in bpi_flusher_close */
+		if (walk(p, false, &next2, &claimed) ||
+		    atomic_load_explicit(&fl->stop, memory_order_acquire) ||
+		    (next2 >= 0 && next2 <= bp_now_ns())) {
+			bpi_waitq_cancel(&fl->wq);
+			continue;
+		}
+		if (next < 0 || (next2 >= 0 && next2 < next))
+			next = next2; /* never later than announced */
+		bpi_waitq_sleep(&fl->wq, key,
+			       next); /* woken, timed out, EINTR */
+		bpi_waitq_cancel(&fl->wq);
+		/* relaxed: awake, producers need not wake us (0 < any due) */
+		atomic_store_explicit(&fl->sleep_until, 0,
+				      memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------- registry */
+
+static int start_flusher(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+	int rc;
+
+	bpi_waitq_init(&fl->wq);
+	/* the flusher sleeps often: wakers fence instead of a membarrier */
+	bpi_waitq_set_waker_fences(&fl->wq);
+	bpi_waitq_init(&fl->walk_wq);
+	/* relaxed: the thread starts after (pthread_create orders it) */
+	atomic_store_explicit(&fl->sleep_until, 0, memory_order_relaxed);
+	/* signals blocked, the config's thread hooks, named bp-flush-0 */
+	rc = bpi_pipeline_thread_start(p, &fl->thread, BP_THREAD_FLUSHER, 0,
+				       -1, flusher_main, p);
+	if (rc) {
+		bpi_log(p, BP_LOG_ERROR, "cannot start the flusher: %s",
+			bp_strerror(rc));
+		return rc;
+	}
+	fl->started = true;
+	return 0;
+}
+
+int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
+{
+	struct bpi_flusher *fl = &p->fl;
+	int rc = 0;
+
+	reg_lock(fl);
+	/* relaxed: ordered by the lock against drain's close */
+	if (fl->closed ||
+	    atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
+		/* born closed: its submits get -EPIPE, like the pipeline's */
+		atomic_store_explicit(&pr->claim, CLAIM_CLOSED,
+				      memory_order_relaxed);
+	else if (!fl->started)
+		rc = start_flusher(p);
+	if (rc == 0 && !fl->running && !fl->closed)
+		/* opened by bpi_flusher_open; relaxed: published below */
+		atomic_store_explicit(&pr->claim, CLAIM_IDLE,
+				      memory_order_relaxed);
+	if (rc == 0) {
+		/* relaxed: published by the release below */
+		atomic_store_explicit(
+			&pr->next,
+			atomic_load_explicit(&fl->handles,
+					     memory_order_relaxed),
+			memory_order_relaxed);
+		/* release: the handle's fields before the flusher sees it */
+		atomic_store_explicit(&fl->handles, pr, memory_order_release);
+	}
+	reg_unlock(fl);
+	return rc;
+}
+
+struct walk_seen {
+	struct bpi_flusher *fl;
+	uint64_t walk; /* the counter when the walk was seen in progress */
+};
+
+static int walk_ended(void *arg)
+{
+	struct walk_seen *w = arg;
+
+	/* acquire: the walk's loads of the handle came before (its RMW) */
+	return atomic_load_explicit(&w->fl->walks, memory_order_acquire) !=
+	       w->walk;
+}
+
+void bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
+{
+	struct bpi_flusher *fl = &p->fl;
+	_Atomic(struct bp_producer *) *link = &fl->handles;
+	struct bp_wait_policy pol;
+	struct walk_seen w = {fl, 0};
+
+	reg_lock(fl);
+	while (atomic_load_explicit(link, memory_order_relaxed) != pr)
+		link = &atomic_load_explicit(link, memory_order_relaxed)->next;
+	/* seq_cst: before the look at walks below (Dekker with walk()) */
+	atomic_store_explicit(
+		link, atomic_load_explicit(&pr->next, memory_order_relaxed),
+		memory_order_seq_cst);
+	reg_unlock(fl);
+	/* a walk in progress may still hold pr: wait for it to end */
+	w.walk = atomic_load_explicit(&fl->walks, memory_order_seq_cst);
+	if (!(w.walk & 1))
+		return;
+	bp_wait_policy_init(&pol);
+	while (bpi_wait_loop(&pol, &fl->walk_wq, walk_ended, &w, -1) < 0)
+		; /* -EINTR: a signal; wait again */
+}
+
+void bpi_flusher_open(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+
+	reg_lock(fl);
+	fl->running = true;
+	for (struct bp_producer *pr =
+		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
+	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed))
+		/* release: the owner that sees it open sees a started pipeline
+		 */
+		atomic_fetch_and_explicit(&pr->claim, ~(uint64_t)CLAIM_IDLE,
+					  memory_order_release);
+	reg_unlock(fl);
+}
+
+/* ------------------------------------------------------ drain, destroy */
+
+void bpi_flusher_close(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+	struct bp_producer *pr;
+
+	reg_lock(fl);
+	if (fl->closed) {
+		reg_unlock(fl);
+		return;
+	}
+	fl->closed = true;
+	/* claim every handle for good, waiting out claims in progress */
+	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
+	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		/* acquire: pairs with bpi_producer_release */
+		uint64_t c =
+			atomic_load_explicit(&pr->claim, memory_order_acquire);
+
+		for (;;) {
+			if (c & CLAIM_BUSY)
+				c = bpi_producer_wait_claim(pr);
+			/* acquire: the previous claimer's slot reads first */
+			else if (atomic_compare_exchange_weak_explicit(
+					 &pr->claim, &c,
+					 c | CLAIM_BUSY | CLAIM_CLOSED,
+					 memory_order_acquire,
+					 memory_order_acquire))
+				break;
+		}
+	}
+	/*
+	 * Every producer now sees CLAIM_CLOSED after its tail store, or its
+	 * tail store is seen below (producer.c, closed_after_stage).
+	 */
+	bpi_barrier_all();
+	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
+	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		/* relaxed: we hold the claim (our CAS's acquire) */
+		uint64_t h = bpi_claim_head(atomic_load_explicit(
+				 &pr->claim, memory_order_relaxed)),
+			 done = 0;
+		/* acquire: the jobs below tail (pairs with the owner) */
+		uint64_t t =
+			atomic_load_explicit(&pr->tail, memory_order_acquire);
+		int rc;
+
+		/* relaxed: as in flusher_submit */
+		atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
+		rc = bpi_producer_submit_range(pr, h, t, true, &done);
+
+		if (rc < 0)
+			bpi_log(p, BP_LOG_ERROR,
+				"drain: a producer's staged jobs: %s; %llu "
+				"job(s) stay staged",
+				bp_strerror(rc),
+				(unsigned long long)(t - h - done));
+		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+	}
+	if (fl->started) {
+		/* release: pairs with the flusher's acquire of stop */
+		atomic_store_explicit(&fl->stop, 1, memory_order_release);
+		bpi_waitq_wake_all_slow(&fl->wq);
+		pthread_join(fl->thread, NULL);
+		fl->started = false;
+	}
+	reg_unlock(fl);
+}
+
+void bpi_flusher_destroy(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+	unsigned left = 0;
+
+	bpi_flusher_close(p);
+	reg_lock(fl);
+	for (struct bp_producer *pr =
+		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
+	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		pr->detached = true;
+		left++;
+	}
+	reg_unlock(fl);
+	if (left)
+		bpi_log(p, BP_LOG_ERROR,
+			"bp_pipeline_destroy: %u producer handle(s) not "
+			"destroyed first: closed (their calls return -EPIPE); "
+			"bp_producer_destroy still frees them",
+			left);
+}

@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pipeline_producer - producer handles: the flush deadline is a real
+ * max age (staged jobs reach the pipeline without another call), drain and
+ * abort take what is staged, bp_producer_submit agrees with
+ * bp_pipeline_submit before start and after drain, and each handle's order
+ * holds while its owner and the flusher race to submit.
+ *
+ *   test_pipeline_producer          the unit tests (cmocka)
+ *   test_pipeline_producer stress   the race: several handles, tiny
+ *                                   deadlines, ordered and unordered, idle
+ *                                   gaps, drains that overlap submits
+ *
+ * Every job is numbered by its handle; the sink checks that each handle's
+ * jobs arrive in order (ordered pipelines) and after drain every job's seq
+ * is checked to grow with its number (the order it entered the pipeline),
+ * and that every job accepted reached the sink exactly once. Time bounds
+ * are generous (a job that is never delivered is what they catch).
+ * BP_STRESS_SCALE multiplies the stress rounds, BP_SEED replays one.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <batchpipe/batchpipe.h>
+
+#include "pt_common.h"
+
+PT_DEFINE_GLOBALS;
+
+#define MAX_HANDLES 8
+
+struct pjob {
+	struct bp_job hdr;
+	unsigned handle, num;
+	atomic_uint delivered;
+};
+
+struct sinkc {
+	atomic_uint count, ok, cancelled;
+	atomic_uint per_handle[MAX_HANDLES];
+	bool ordered;
+	unsigned next_num[MAX_HANDLES]; /* sink thread only */
+};
+
+struct logc {
+	atomic_uint count;
+	char last[256]; /* written by the thread that logs, read after */
+};
+
+static void sink_fn(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	struct sinkc *s = ctx;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct pjob *j = (struct pjob *)jobs[i];
+
+		if (atomic_fetch_add(&j->delivered, 1) != 0)
+			pt_fail("handle %u job %u delivered twice", j->handle,
+				j->num);
+		if (s->ordered && j->handle < MAX_HANDLES) {
+			if (j->num != s->next_num[j->handle])
+				pt_fail("ordered: handle %u job %u arrived, "
+					"expected %u",
+					j->handle, j->num,
+					s->next_num[j->handle]);
+			s->next_num[j->handle] = j->num + 1;
+		}
+		if (j->hdr.status == BP_JOB_OK)
+			atomic_fetch_add(&s->ok, 1);
+		else if (j->hdr.status == BP_JOB_CANCELLED)
+			atomic_fetch_add(&s->cancelled, 1);
+		if (j->handle < MAX_HANDLES)
+			atomic_fetch_add(&s->per_handle[j->handle], 1);
+	}
+	atomic_fetch_add(&s->count, n);
+}
+
+static void log_fn(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	struct logc *l = ctx;
+
+	(void)lvl;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+	atomic_fetch_add(&l->count, 1);
+}
+
+static void process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		    unsigned n)
+{
+	(void)state;
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage stage = {.name = "pass", .process = process};
+
+static struct logc logs;
+
+static struct bp_pipeline *make(struct sinkc *s, unsigned workers,
+				unsigned batch, uint64_t deadline_ns,
+				bool ordered, bool start)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+
+	memset(s, 0, sizeof(*s));
+	s->ordered = ordered;
+	bp_pipeline_config_init(&c);
+	c.stage = &stage;
+	c.sink = sink_fn;
+	c.sink_ctx = s;
+	c.log = log_fn;
+	c.log_ctx = &logs;
+	c.workers = workers;
+	c.max_batch = batch;
+	c.max_inflight = 256;
+	c.ordered = ordered;
+	c.flush_deadline_ns = deadline_ns;
+	if (bp_pipeline_create(&c, &p) != 0)
+		return NULL;
+	if (start && bp_pipeline_start(p) != 0) {
+		bp_pipeline_destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void jobs_init(struct pjob *j, unsigned n, unsigned handle)
+{
+	for (unsigned i = 0; i < n; i++) {
+		memset(&j[i], 0, sizeof(j[i]));
+		j[i].handle = handle;
+		j[i].num = i;
+		atomic_init(&j[i].delivered, 0);
+	}
+}
+
+static bool wait_count(atomic_uint *c, unsigned n, int64_t ms)
+{
+	int64_t end = pt_now_ns() + ms * 1000000;
+
+	while (atomic_load(c) < n) {
+		if (pt_now_ns() > end)
+			return false;
+		pt_sleep_ns(100000);
+	}
+	return true;
+}
+
+/* submitted == delivered, from the pipeline's own counters and the sink. */
+static bool conserved(struct bp_pipeline *p, struct sinkc *s)
+{
+	struct bp_pipeline_stats st;
+
+	if (bp_pipeline_stats(p, &st) != 0)
+		return false;
+	if (st.submitted != st.ok + st.failed + st.cancelled ||
+	    st.submitted != atomic_load(&s->count)) {
+		fprintf(stderr,
+			"submitted %llu, ok %llu, failed %llu, cancelled %llu, "
+			"sink %u\n",
+			(unsigned long long)st.submitted,
+			(unsigned long long)st.ok,
+			(unsigned long long)st.failed,
+			(unsigned long long)st.cancelled,
+			atomic_load(&s->count));
+		return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------- unit */
+
+/*
+ * 10 jobs staged with a 20 ms deadline, then the producer goes idle: they
+ * reach the sink by themselves (before, they waited for a next call that
+ * never came).
+ */
+static void test_idle_handle_flushed(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p = make(&s, 2, 64, 20 * 1000000ull, false, true);
+	struct bp_producer *pr = NULL;
+	struct pjob j[10];
+	int64_t t0;
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(j, 10, 0);
+	assert_int_equal(bp_producer_create(p, &pr), 0);
+	t0 = pt_now_ns();
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(bp_producer_submit(pr, &j[i].hdr), 0);
+	if (!wait_count(&s.count, 10, 1000))
+		fail_msg("%u of 10 staged jobs delivered %lld ms after the "
+			 "first was staged (deadline 20 ms)",
+			 atomic_load(&s.count),
+			 (long long)((pt_now_ns() - t0) / 1000000));
+	assert_int_equal(bp_producer_staged(pr), 0);
+	for (unsigned i = 0; i < 10; i++)
+		assert_true(j[i].hdr.seq == i); /* submitted in staging order */
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_true(conserved(p, &s));
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+}
+
+/* Before start: -EINVAL like bp_pipeline_submit; after drain: -EPIPE. */
+static void test_submit_lifecycle(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p =
+		make(&s, 1, 8, 3600ull * 1000000000, false, false);
+	struct bp_producer *pr = NULL, *late = NULL;
+	struct bp_job *raw;
+	struct pjob j[4];
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(j, 4, 0);
+	raw = &j[0].hdr;
+	assert_int_equal(bp_producer_create(p, &pr), 0); /* before start: ok */
+	assert_int_equal(bp_pipeline_submit(p, &raw, 1, 0, -1), -EINVAL);
+	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), -EINVAL);
+	assert_non_null(strstr(logs.last, "not started"));
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(bp_producer_flush(pr), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), 0);
+	assert_int_equal(bp_producer_submit(pr, &j[1].hdr), 0);
+	assert_int_equal(bp_producer_staged(pr), 2);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	/* drain took the staged jobs */
+	assert_int_equal(atomic_load(&s.count), 2);
+	assert_int_equal(bp_producer_staged(pr), 0);
+	raw = &j[2].hdr;
+	assert_int_equal(bp_pipeline_submit(p, &raw, 1, 0, -1), -EPIPE);
+	assert_int_equal(bp_producer_submit(pr, &j[2].hdr), -EPIPE);
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(bp_producer_flush(pr), 0);
+	/* a handle created now is closed from the start */
+	assert_int_equal(bp_producer_create(p, &late), 0);
+	assert_int_equal(bp_producer_submit(late, &j[3].hdr), -EPIPE);
+	assert_int_equal(bp_producer_destroy(late), 0);
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	assert_int_equal(atomic_load(&j[2].delivered), 0);
+	assert_true(conserved(p, &s));
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+}
+
+/* A pipeline drained without ever starting: handles refuse with -EPIPE. */
+static void test_never_started(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p = make(&s, 1, 8, 1000, false, false);
+	struct bp_producer *pr = NULL;
+	struct pjob j[1];
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(j, 1, 0);
+	assert_int_equal(bp_producer_create(p, &pr), 0);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), -EPIPE);
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	bp_pipeline_destroy(p);
+	assert_int_equal(atomic_load(&s.count), 0);
+}
+
+/* Drain submits what every handle staged: each job reaches the sink once. */
+static void test_drain_takes_staged(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p =
+		make(&s, 2, 64, 3600ull * 1000000000, true, true);
+	struct bp_producer *pr[2] = {NULL, NULL};
+	struct pjob a[5], b[3];
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(a, 5, 0);
+	jobs_init(b, 3, 1);
+	assert_int_equal(bp_producer_create(p, &pr[0]), 0);
+	assert_int_equal(bp_producer_create(p, &pr[1]), 0);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(bp_producer_submit(pr[0], &a[i].hdr), 0);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(bp_producer_submit(pr[1], &b[i].hdr), 0);
+	assert_int_equal(atomic_load(&s.count), 0); /* far deadline */
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(atomic_load(&s.count), 8);
+	assert_int_equal(atomic_load(&s.ok), 8);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(atomic_load(&a[i].delivered), 1);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(atomic_load(&b[i].delivered), 1);
+	assert_int_equal(bp_producer_staged(pr[0]), 0);
+	assert_int_equal(bp_producer_destroy(pr[0]), 0);
+	assert_int_equal(bp_producer_destroy(pr[1]), 0);
+	assert_true(conserved(p, &s));
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+}
+
+/* Abort: staged jobs are submitted, then cancelled like any other job. */
+static void test_abort_cancels_staged(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p =
+		make(&s, 2, 64, 3600ull * 1000000000, false, true);
+	struct bp_producer *pr = NULL;
+	struct pjob j[6];
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(j, 6, 0);
+	assert_int_equal(bp_producer_create(p, &pr), 0);
+	for (unsigned i = 0; i < 6; i++)
+		assert_int_equal(bp_producer_submit(pr, &j[i].hdr), 0);
+	assert_int_equal(bp_pipeline_abort(p), 0);
+	assert_int_equal(atomic_load(&s.count), 6);
+	assert_int_equal(atomic_load(&s.cancelled), 6);
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), -EPIPE);
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	assert_true(conserved(p, &s));
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+}
+
+/*
+ * A handle outliving its pipeline: destroy logs it and closes the handle,
+ * whose calls then fail cleanly and whose destroy still frees it (ASAN
+ * checks nothing freed is touched).
+ */
+static void test_handle_outlives_pipeline(void **unused)
+{
+	struct sinkc s;
+	struct bp_pipeline *p =
+		make(&s, 1, 64, 3600ull * 1000000000, false, true);
+	struct bp_producer *pr = NULL;
+	struct pjob j[2];
+	unsigned logs0;
+
+	(void)unused;
+	assert_non_null(p);
+	jobs_init(j, 2, 0);
+	assert_int_equal(bp_producer_create(p, &pr), 0);
+	assert_int_equal(bp_producer_submit(pr, &j[0].hdr), 0);
+	logs0 = atomic_load(&logs.count);
+	bp_pipeline_destroy(p); /* drains: the staged job is delivered */
+	assert_int_equal(atomic_load(&s.count), 1);
+	assert_true(atomic_load(&logs.count) > logs0);
+	assert_non_null(strstr(logs.last, "producer handle"));
+	assert_int_equal(bp_producer_submit(pr, &j[1].hdr), -EPIPE);
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(bp_producer_flush(pr), 0);
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	assert_int_equal(pt_failures(), 0);
+}
+
+/* ------------------------------------------------- producers that race */
+
+struct prod {
+	struct bp_pipeline *p;
+	struct sinkc *s;
+	unsigned id, n, seed;
+	bool idle_checks; /* pause and wait for delivery without a call */
+	struct pjob *jobs;
+	unsigned accepted; /* jobs bp_producer_submit returned 0 for */
+	int last_rc;
+};
+
+static unsigned rnd(unsigned *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 16) & 0x7fff;
+}
+
+static void *producer_main(void *arg)
+{
+	struct prod *pp = arg;
+	struct bp_producer *pr = NULL;
+	unsigned i = 0;
+	int rc = bp_producer_create(pp->p, &pr);
+
+	if (rc) {
+		pt_fail("handle %u: create: %d", pp->id, rc);
+		return NULL;
+	}
+	while (i < pp->n) {
+		unsigned burst = 1 + rnd(&pp->seed) % 40;
+
+		for (; burst && i < pp->n; burst--, i++) {
+			rc = bp_producer_submit(pr, &pp->jobs[i].hdr);
+			if (rc == -EPIPE)
+				goto out; /* drain began: this one not taken */
+			if (rc) {
+				pt_fail("handle %u: submit: %d", pp->id, rc);
+				goto out;
+			}
+			pp->accepted++;
+		}
+		switch (rnd(&pp->seed) % 4) {
+		case 0: /* go idle: the flusher must deliver, no call needed */
+			if (pp->idle_checks &&
+			    !wait_count(&pp->s->per_handle[pp->id],
+					pp->accepted, 2000))
+				pt_fail("handle %u: %u accepted, %u delivered "
+					"while idle 2 s",
+					pp->id, pp->accepted,
+					atomic_load(
+						&pp->s->per_handle[pp->id]));
+			break;
+		case 1:
+			pt_sleep_ns(rnd(&pp->seed) % 50 * 1000);
+			break;
+		default:
+			break; /* straight on: race the flusher */
+		}
+	}
+out:
+	pp->last_rc = rc;
+	rc = bp_producer_destroy(pr);
+	if (rc != 0)
+		pt_fail("handle %u: destroy: %d", pp->id, rc);
+	return NULL;
+}
+
+/*
+ * One run: nh handles on threads, tiny deadline; drain after they finish
+ * or (overlap) while they submit. Returns the failures it found.
+ */
+static unsigned race_run(unsigned nh, unsigned workers, unsigned batch,
+			 uint64_t deadline_ns, bool ordered, bool overlap,
+			 unsigned per, unsigned seed)
+{
+	struct sinkc *s = calloc(1, sizeof(*s));
+	struct prod pp[MAX_HANDLES];
+	pthread_t t[MAX_HANDLES];
+	struct bp_pipeline *p =
+		make(s, workers, batch, deadline_ns, ordered, true);
+	unsigned fails0 = pt_failures(), accepted = 0;
+
+	if (!p) {
+		pt_fail("pipeline create/start");
+		free(s);
+		return 1;
+	}
+	for (unsigned h = 0; h < nh; h++) {
+		pp[h] = (struct prod){.p = p,
+				      .s = s,
+				      .id = h,
+				      .n = per,
+				      .seed = seed * 31 + h,
+				      .idle_checks = !overlap,
+				      .jobs = calloc(per, sizeof(struct pjob))};
+		jobs_init(pp[h].jobs, per, h);
+		pthread_create(&t[h], NULL, producer_main, &pp[h]);
+	}
+	if (overlap) /* drain once they are well under way */
+		wait_count(&s->count, nh * per / 4 + rnd(&seed) % per, 5000);
+	else
+		for (unsigned h = 0; h < nh; h++)
+			pthread_join(t[h], NULL);
+	bp_pipeline_drain(p);
+	if (overlap)
+		for (unsigned h = 0; h < nh; h++)
+			pthread_join(t[h], NULL);
+	for (unsigned h = 0; h < nh; h++) {
+		uint64_t prev = 0;
+
+		accepted += pp[h].accepted;
+		if (!overlap && pp[h].accepted != per)
+			pt_fail("handle %u: %u of %u accepted", h,
+				pp[h].accepted, per);
+		for (unsigned i = 0; i < per; i++) {
+			struct pjob *j = &pp[h].jobs[i];
+			unsigned d = atomic_load(&j->delivered);
+
+			/* accepted: delivered once; the rest: never */
+			if (d != (i < pp[h].accepted)) {
+				pt_fail("handle %u job %u (of %u accepted) "
+					"delivered %u times",
+					h, i, pp[h].accepted, d);
+				break;
+			}
+			if (i < pp[h].accepted) {
+				if (i > 0 && j->hdr.seq <= prev) {
+					pt_fail("handle %u: job %u entered the "
+						"pipeline before job %u",
+						h, i, i - 1);
+					break;
+				}
+				prev = j->hdr.seq;
+			}
+		}
+		free(pp[h].jobs);
+	}
+	if (atomic_load(&s->count) != accepted)
+		pt_fail("%u accepted, %u delivered", accepted,
+			atomic_load(&s->count));
+	if (!conserved(p, s))
+		pt_fail("conservation");
+	bp_pipeline_destroy(p);
+	free(s);
+	return pt_failures() - fails0;
+}
+
+/* One short overlap run in the unit suite: submit either lands or fails. */
+static void test_drain_overlaps_submit(void **unused)
+{
+	(void)unused;
+	pt_watchdog_arm(60, "drain overlapping producers");
+	for (unsigned r = 0; r < 4; r++)
+		assert_int_equal(
+			race_run(3, 2, 16, 1000, r & 1, true, 20000, r + 1), 0);
+	pt_watchdog_disarm();
+}
+
+static int stress(void)
+{
+	unsigned long scale = pt_env_ulong("BP_STRESS_SCALE", PT_STRESS_SCALE);
+	unsigned seed = (unsigned)pt_env_ulong(
+		"BP_SEED", (unsigned long)(pt_now_ns() % 1000000007) + 1);
+	unsigned rounds = (unsigned)(8 * scale / (PT_TSAN ? 4 : 1)) + 1;
+	unsigned per = PT_TSAN ? 3000 : 20000, bad = 0;
+
+	printf("seed %u (BP_SEED=%u replays), %u rounds\n", seed, seed, rounds);
+	for (unsigned r = 0; r < rounds && !bad; r++) {
+		unsigned s = seed + r;
+		unsigned nh = 2 + rnd(&s) % 5, nw = 1 + rnd(&s) % 3;
+		unsigned batch = 1 + rnd(&s) % 32;
+		bool ordered = rnd(&s) & 1, overlap = (r % 3) == 2;
+		/* 1 us: the owner's own check and the flusher's wake-up
+		 * compete; 30 us: the flusher wins more often (idle gaps) */
+		static const uint64_t deadlines[] = {1000, 1000, 30000};
+		uint64_t deadline = deadlines[rnd(&s) % 3];
+
+		pt_watchdog_arm(PT_TSAN ? 300 : 120,
+				"round %u: %u handles, %u workers, B=%u, "
+				"deadline %llu ns, %s, %s",
+				r, nh, nw, batch, (unsigned long long)deadline,
+				ordered ? "ordered" : "unordered",
+				overlap ? "drain overlaps" : "drain after");
+		bad += race_run(nh, nw, batch, deadline, ordered, overlap, per,
+				s);
+		printf("round %u: %u handles, %u workers, B=%u, deadline %llu "
+		       "ns, %s, %s: %s\n",
+		       r, nh, nw, batch, (unsigned long long)deadline,
+		       ordered ? "ordered" : "unordered",
+		       overlap ? "drain overlaps" : "drain after",
+		       bad ? "FAIL" : "ok");
+	}
+	pt_watchdog_disarm();
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_idle_handle_flushed),
+		cmocka_unit_test(test_submit_lifecycle),
+		cmocka_unit_test(test_never_started),
+		cmocka_unit_test(test_drain_takes_staged),
+		cmocka_unit_test(test_abort_cancels_staged),
+		cmocka_unit_test(test_handle_outlives_pipeline),
+		cmocka_unit_test(test_drain_overlaps_submit),
+	};
+
+	if (argc > 1 && strcmp(argv[1], "stress") == 0)
+		return stress();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
