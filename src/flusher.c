@@ -71,7 +71,7 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	t = atomic_load_explicit(&pr->tail, memory_order_acquire);
 	/* relaxed: the submit's publication carries it to whoever saw a job */
 	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
-	rc = bpi_producer_submit_range(pr, h, t, true, &done);
+	rc = bpi_producer_submit_range(pr, h, t, true, -1, &done);
 	if (rc < 0) {
 		/*
 		 * What was not accepted stays staged, in order: the owner's
@@ -324,15 +324,16 @@ void bpi_flusher_open(struct bp_pipeline *p)
 
 /* ------------------------------------------------------ drain, destroy */
 
-void bpi_flusher_close(struct bp_pipeline *p)
+int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 {
 	struct bpi_flusher *fl = &p->fl;
 	struct bp_producer *pr;
+	int ret = 0;
 
 	reg_lock(fl);
 	if (fl->closed) {
 		reg_unlock(fl);
-		return;
+		return 0;
 	}
 	fl->closed = true;
 	/* claim every handle for good, waiting out claims in progress */
@@ -342,16 +343,35 @@ void bpi_flusher_close(struct bp_pipeline *p)
 		uint64_t c =
 			atomic_load_explicit(&pr->claim, memory_order_acquire);
 
+		pr->drain_claimed = false;
 		for (;;) {
-			if (c & CLAIM_BUSY)
-				c = bpi_producer_wait_claim(pr);
+			if (c & CLAIM_BUSY) {
+				c = bpi_producer_wait_claim(pr, deadline);
+				if (c & CLAIM_BUSY)
+					break; /* the deadline passed */
+			}
 			/* acquire: the previous claimer's slot reads first */
 			else if (atomic_compare_exchange_weak_explicit(
 					 &pr->claim, &c,
 					 c | CLAIM_BUSY | CLAIM_CLOSED,
 					 memory_order_acquire,
-					 memory_order_acquire))
+					 memory_order_acquire)) {
+				pr->drain_claimed = true;
 				break;
+			}
+		}
+		if (!pr->drain_claimed) {
+			/*
+			 * A submit blocked on a full ingress holds the claim
+			 * (the owner's or the flusher's): it gets -EPIPE once
+			 * intake closes, which closes the handle, and its jobs
+			 * stay staged (the owner's call returns the error).
+			 */
+			bpi_log(p, BP_LOG_ERROR,
+				"drain: a producer handle's submit is still "
+				"blocked at the deadline: its staged jobs are "
+				"left to bp_producer_flush/destroy");
+			ret = -ETIMEDOUT;
 		}
 	}
 	/*
@@ -361,6 +381,8 @@ void bpi_flusher_close(struct bp_pipeline *p)
 	bpi_barrier_all();
 	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
 	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		if (!pr->drain_claimed)
+			continue;
 		/* relaxed: we hold the claim (our CAS's acquire) */
 		uint64_t h = bpi_claim_head(atomic_load_explicit(
 				 &pr->claim, memory_order_relaxed)),
@@ -372,20 +394,34 @@ void bpi_flusher_close(struct bp_pipeline *p)
 
 		/* relaxed: as in flusher_submit */
 		atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
-		rc = bpi_producer_submit_range(pr, h, t, true, &done);
+		rc = bpi_producer_submit_range(pr, h, t, true, deadline, &done);
 
-		if (rc < 0)
+		if (rc < 0) {
 			bpi_log(p, BP_LOG_ERROR,
 				"drain: a producer's staged jobs: %s; %llu "
-				"job(s) stay staged",
+				"job(s) stay staged for bp_producer_destroy",
 				bp_strerror(rc),
 				(unsigned long long)(t - h - done));
+			ret = rc;
+		}
 		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
 	}
 	if (fl->started) {
 		/* release: pairs with the flusher's acquire of stop */
 		atomic_store_explicit(&fl->stop, 1, memory_order_release);
 		bpi_waitq_wake_all_slow(&fl->wq);
+	}
+	reg_unlock(fl);
+	return ret;
+}
+
+void bpi_flusher_join(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+
+	reg_lock(fl);
+	/* the flusher takes no registry lock: joining under it is safe */
+	if (fl->started) {
 		pthread_join(fl->thread, NULL);
 		fl->started = false;
 	}
@@ -397,7 +433,8 @@ void bpi_flusher_destroy(struct bp_pipeline *p)
 	struct bpi_flusher *fl = &p->fl;
 	unsigned left = 0;
 
-	bpi_flusher_close(p);
+	bpi_flusher_close(p, -1);
+	bpi_flusher_join(p);
 	reg_lock(fl);
 	for (struct bp_producer *pr =
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);

@@ -667,10 +667,14 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 	if (atomic_compare_exchange_strong_explicit(&p->state, &st, P_STOPPING,
 						    memory_order_acq_rel,
 						    memory_order_acquire)) {
-		/* producer handles' staged jobs go in before intake closes */
-		bpi_flusher_close(p);
+		/*
+		 * Producer handles' staged jobs go in before intake closes
+		 * (a failure is logged: they stay with their handles).
+		 */
+		bpi_flusher_close(p, deadline);
 		/* producers get -EPIPE from here on */
 		bp_ring_close(p->ingress);
+		bpi_flusher_join(p);
 	} else if (st == P_CREATED &&
 		   atomic_compare_exchange_strong_explicit(
 			   &p->state, &st, P_STOPPED, memory_order_acq_rel,

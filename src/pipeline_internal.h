@@ -176,10 +176,15 @@ int bpi_pipeline_thread_start(struct bp_pipeline *p, pthread_t *t,
 void bpi_flusher_open(struct bp_pipeline *p);
 /*
  * From stop(), before intake closes: submit every handle's staged jobs and
- * close the handles (their later submits get -EPIPE), stop the flusher.
- * Idempotent.
+ * close the handles (their later submits get -EPIPE), tell the flusher to
+ * stop. Waits for submits until the CLOCK_MONOTONIC deadline (< 0: none):
+ * returns 0, or -ETIMEDOUT / a submit error after logging what stays
+ * staged (the owners get it back from bp_producer_flush/destroy).
+ * Idempotent. bpi_flusher_join (after intake closed, so that a flusher
+ * blocked in a submit gets -EPIPE) joins the flusher thread.
  */
-void bpi_flusher_close(struct bp_pipeline *p);
+int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline);
+void bpi_flusher_join(struct bp_pipeline *p);
 /* From destroy: close, then detach handles still alive (logged). */
 void bpi_flusher_destroy(struct bp_pipeline *p);
 

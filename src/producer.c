@@ -28,13 +28,16 @@ static inline void saw_head(struct bp_producer *pr, uint64_t h)
 }
 
 int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
-			      bool retry_eintr, uint64_t *done)
+			      bool retry_eintr, int64_t deadline,
+			      uint64_t *done)
 {
 	while (h < t) {
 		unsigned at = (unsigned)(h & pr->mask);
 		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
-		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
-					    (unsigned)run, 0, -1);
+		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		int rc = bp_pipeline_submit(
+			pr->p, pr->slots + at, (unsigned)run, 0,
+			left < 0 && deadline >= 0 ? 0 : left);
 
 		if (rc == -EINTR && retry_eintr)
 			continue;
@@ -67,16 +70,23 @@ static int claim_free(void *arg)
 		 CLAIM_BUSY);
 }
 
-uint64_t bpi_producer_wait_claim(struct bp_producer *pr)
+uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
 {
 	/*
 	 * A claim in progress is a blocking submit of the flusher, drain or
 	 * owner: it ends as soon as ingress has room. -EINTR is a signal, not
-	 * the end of the claim: wait again.
+	 * the end of the claim: wait again. At the deadline (a drain with a
+	 * timeout) the word is returned still busy.
 	 */
-	while (bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
-			     claim_free, pr, -1) < 0)
-		;
+	for (;;) {
+		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+
+		if (deadline >= 0 && left <= 0)
+			break;
+		if (bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
+				  claim_free, pr, left) > 0)
+			break;
+	}
 	/* acquire: pairs with bpi_producer_release */
 	return atomic_load_explicit(&pr->claim, memory_order_acquire);
 }
@@ -101,7 +111,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 		if (c & CLAIM_BUSY) {
 			if (!wait)
 				return 0;
-			c = bpi_producer_wait_claim(pr);
+			c = bpi_producer_wait_claim(pr, -1);
 			continue;
 		}
 		if (c & CLAIM_CLOSED)
@@ -123,9 +133,9 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 		rc = rc < 0 ? rc : 0;
 		if (rc == 0 && h + done < t) /* partial, then an error */
 			rc = bpi_producer_submit_range(pr, h + done, t, false,
-						       &done);
+						       -1, &done);
 	} else {
-		rc = bpi_producer_submit_range(pr, h, t, false, &done);
+		rc = bpi_producer_submit_range(pr, h, t, false, -1, &done);
 	}
 	if (rc < 0 && unstage_last && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
@@ -172,7 +182,7 @@ static void announce_batch(struct bp_pipeline *p, int64_t now,
 static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {
 	if (c & CLAIM_BUSY)
-		c = bpi_producer_wait_claim(pr);
+		c = bpi_producer_wait_claim(pr, -1);
 	pr->claim_seen = CLAIM_STALE; /* every later call comes back here */
 	saw_head(pr, bpi_claim_head(c));
 	if (bpi_claim_head(c) > t)

@@ -52,6 +52,7 @@ struct bp_producer {
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
 	_Atomic int retired;	    /* being destroyed: the flusher keeps off */
 	bool detached;		    /* its pipeline was destroyed first */
+	bool drain_claimed; /* under the registry lock: drain's claim holds */
 	struct bpi_waitq claim_wq;   /* waiters for CLAIM_BUSY to clear */
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
@@ -63,20 +64,26 @@ static inline uint64_t bpi_claim_head(uint64_t c)
 }
 
 /*
- * Submit the staged jobs [h, t) in order, blocking (two calls where the
- * range wraps). Adds the count accepted to *done; returns 0 or the first
- * error. -EINTR is retried when retry_eintr (library threads), else
+ * Submit the staged jobs [h, t) in order, blocking until the CLOCK_MONOTONIC
+ * deadline (< 0: none; two calls where the range wraps). Adds the count
+ * accepted to *done; returns 0 or the first error (-ETIMEDOUT at the
+ * deadline). -EINTR is retried when retry_eintr (library threads), else
  * returned.
  */
 int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
-			      bool retry_eintr, uint64_t *done);
+			      bool retry_eintr, int64_t deadline,
+			      uint64_t *done);
 
 /* End a claim: publish the new head with flags (CLAIM_CLOSED or 0). */
 void bpi_producer_release(struct bp_producer *pr, uint64_t head,
 			  unsigned flags);
 
-/* Wait until no claim is in progress; returns the claim word then. */
-uint64_t bpi_producer_wait_claim(struct bp_producer *pr);
+/*
+ * Wait until no claim is in progress, or until the CLOCK_MONOTONIC deadline
+ * (< 0: none); returns the claim word then (still CLAIM_BUSY only at the
+ * deadline).
+ */
+uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline);
 
 /* Registry (flusher.c): add starts the flusher with the first handle. */
 int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr);

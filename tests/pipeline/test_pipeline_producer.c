@@ -383,6 +383,106 @@ struct prod {
 	int last_rc;
 };
 
+/*
+ * A drain with a timeout while a handle's own flush is blocked in a submit
+ * (ingress full behind a stage that holds its jobs): the drain returns
+ * -ETIMEDOUT at its deadline instead of waiting for that submit (it used
+ * to wait for the claim without a limit), and once the stage lets go
+ * everything is accounted for: delivered, or handed back to the producer.
+ */
+static atomic_bool stuck_release;
+
+static void stuck_process(void *state, struct bp_worker *w,
+			  struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	while (!atomic_load(&stuck_release))
+		pt_sleep_ns(1000000);
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage stuck_stage = {.name = "stuck",
+					    .process = stuck_process};
+
+struct stuck_prod {
+	struct bp_producer *pr;
+	struct pjob *jobs;
+	unsigned n, accepted, refused;
+	int destroy_rc;
+	unsigned staged_at_destroy;
+};
+
+static void *stuck_producer(void *arg)
+{
+	struct stuck_prod *sp = arg;
+
+	for (unsigned i = 0; i < sp->n; i++) {
+		int rc = bp_producer_submit(sp->pr, &sp->jobs[i].hdr);
+
+		if (rc == 0)
+			sp->accepted++;
+		else
+			sp->refused++; /* the caller still owns this job */
+	}
+	sp->staged_at_destroy = bp_producer_staged(sp->pr);
+	sp->destroy_rc = bp_producer_destroy(sp->pr);
+	return NULL;
+}
+
+static void test_drain_timeout_blocked_handle(void **unused)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	struct bp_pipeline_stats st;
+	struct stuck_prod sp = {.n = 64};
+	struct sinkc s;
+	pthread_t t;
+	int64_t t0;
+	int rc;
+
+	(void)unused;
+	memset(&s, 0, sizeof(s));
+	atomic_store(&stuck_release, false);
+	sp.jobs = calloc(sp.n, sizeof(*sp.jobs));
+	assert_non_null(sp.jobs);
+	jobs_init(sp.jobs, sp.n, 0);
+	bp_pipeline_config_init(&c);
+	c.stage = &stuck_stage;
+	c.sink = sink_fn;
+	c.sink_ctx = &s;
+	c.log = log_fn;
+	c.log_ctx = &logs;
+	c.workers = 1;
+	c.ingress_capacity = 4;
+	c.max_batch = 4;
+	c.max_inflight = 4;
+	c.flush_deadline_ns = 1000000000; /* the owner flushes at 4 jobs */
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	assert_int_equal(bp_producer_create(p, &sp.pr), 0);
+	assert_int_equal(pthread_create(&t, NULL, stuck_producer, &sp), 0);
+	/* the worker holds 4 jobs, ingress holds 4: the owner's flush blocks */
+	pt_sleep_ns(200000000);
+	t0 = pt_now_ns();
+	rc = bp_pipeline_drain_timeout(p, 300000000);
+	assert_int_equal(rc, -ETIMEDOUT);
+	/* generous: it waited without a limit before */
+	assert_true(pt_now_ns() - t0 < 5000000000LL);
+	atomic_store(&stuck_release, true);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	pthread_join(t, NULL); /* its blocked submit got -EPIPE or room */
+	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_true(conserved(p, &s));
+	/* every job: delivered, refused by a call, or left staged at destroy */
+	assert_int_equal(sp.accepted + sp.refused, sp.n);
+	assert_int_equal(st.submitted + sp.refused + sp.staged_at_destroy,
+			 sp.n);
+	if (sp.staged_at_destroy)
+		assert_true(sp.destroy_rc < 0);
+	bp_pipeline_destroy(p);
+	free(sp.jobs);
+}
+
 static unsigned rnd(unsigned *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -578,6 +678,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_abort_cancels_staged),
 		cmocka_unit_test(test_handle_outlives_pipeline),
 		cmocka_unit_test(test_drain_overlaps_submit),
+		cmocka_unit_test(test_drain_timeout_blocked_handle),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "stress") == 0)
