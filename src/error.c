@@ -37,6 +37,11 @@ const char *bp_strerror(int err)
 		return "out of range";
 	case EINTR:
 		return "interrupted by a signal";
+	case EDEADLK:
+		return "would deadlock: called from a thread the call would "
+		       "wait for (a callback of the same pipeline)";
+	case EBUSY:
+		return "busy: still in use (objects of a pool are out)";
 	default: {
 		const char *s = strerrordesc_np(err);
 		return s ? s : "unknown error";

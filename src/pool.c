@@ -122,12 +122,16 @@ unsigned bp_pool_available(const struct bp_pool *pool)
 	return pool ? bp_ring_count(pool->free) : 0;
 }
 
-void bp_pool_destroy(struct bp_pool *pool)
+int bp_pool_destroy(struct bp_pool *pool)
 {
 	if (!pool)
-		return;
+		return 0;
+	/* exact: no other thread uses the pool now */
+	if (bp_ring_count(pool->free) != pool->count)
+		return -EBUSY; /* freeing would pull memory from under users */
 	bp_ring_destroy(pool->free);
 	free(pool->out);
 	bpi_free_aligned(pool->base, pool->bytes, BP_CACHE_LINE);
 	bpi_free_aligned(pool, sizeof(*pool), BP_CACHE_LINE);
+	return 0;
 }

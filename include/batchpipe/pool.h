@@ -51,10 +51,12 @@ int bp_pool_free(struct bp_pool *pool, void *const *objs, unsigned n);
 unsigned bp_pool_available(const struct bp_pool *pool);
 
 /*
- * Free the pool and its objects. All objects must have been freed back; no
- * other thread may be using the pool. NULL is accepted.
+ * Free the pool and its objects. Returns 0 (also for NULL), or -EBUSY when
+ * objects are still out: then nothing is freed (their memory stays valid),
+ * so the caller can free them back and call again, or keep the pool. No
+ * other thread may be using the pool.
  */
-void bp_pool_destroy(struct bp_pool *pool);
+int bp_pool_destroy(struct bp_pool *pool);
 
 #pragma GCC visibility pop
 

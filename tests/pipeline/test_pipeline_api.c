@@ -1837,7 +1837,13 @@ static void test_pool_basic(void **unused)
 	assert_int_equal(bp_pool_available(pool), COUNT);
 	assert_int_equal(bp_pool_alloc(NULL, objs, 1), 0);
 	assert_int_equal(bp_pool_alloc(pool, NULL, 1), 0);
-	bp_pool_destroy(pool);
+	/* destroy with an object out: refused, the object stays usable */
+	assert_int_equal(bp_pool_alloc(pool, objs, 1), 1);
+	assert_int_equal(bp_pool_destroy(pool), -EBUSY);
+	memset(objs[0], 0x5a, 16); /* still the pool's memory: ASAN checks */
+	assert_int_equal(bp_pool_free(pool, objs, 1), 0);
+	assert_int_equal(bp_pool_destroy(pool), 0);
+	assert_int_equal(bp_pool_destroy(NULL), 0);
 }
 
 /*
