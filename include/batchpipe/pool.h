@@ -51,8 +51,9 @@ int bp_pool_free(struct bp_pool *pool, void *const *objs, unsigned n);
 unsigned bp_pool_available(const struct bp_pool *pool);
 
 /*
- * Free the pool and its objects. All objects must have been freed back; no
- * other thread may be using the pool. NULL is accepted.
+ * Free the pool and its objects. All objects must have been freed back
+ * (not checked: one still out dangles); no other thread may be using the
+ * pool. NULL is accepted.
  */
 void bp_pool_destroy(struct bp_pool *pool);
 
