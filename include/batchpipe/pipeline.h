@@ -103,12 +103,13 @@ struct bp_pipeline_config {
 
 	/*
 	 * optional: thread_start runs first on every thread the pipeline
-	 * creates (workers, the sink), before anything else there, the
-	 * stage's init included; thread_stop runs last on it, after the
-	 * stage's fini, just before the thread ends (bp_pipeline_drain,
-	 * abort or a failed start joins it). Each runs once per thread. Use
-	 * them to pin, name (the library has named it "bp-worker-N" or
-	 * "bp-sink" already), set the scheduling policy, or register the
+	 * creates (workers, the sink, the producers' flusher), before
+	 * anything else there, the stage's init included; thread_stop runs
+	 * last on it, after the stage's fini, just before the thread ends
+	 * (bp_pipeline_drain, abort, a failed start or destroy joins it).
+	 * Each runs once per thread. Use them to pin, name (the library has
+	 * named it "bp-worker-N", "bp-sink" or "bp-flush-0" already), set
+	 * the scheduling policy, or register the
 	 * thread with a runtime (liburcu included: see "live changes") and
 	 * unregister it. The threads start with every signal blocked but
 	 * those a fault raises (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
@@ -299,9 +300,10 @@ struct bp_producer;
 
 /*
  * Create a handle on p, before or after bp_pipeline_start (the first one
- * starts the flusher thread). Any thread. Returns 0 and *out (after drain
- * or abort the handle is closed: its submits return -EPIPE), -EINVAL (NULL
- * argument), -ENOMEM, or the flusher's thread-creation error (logged).
+ * starts the flusher thread). Any thread. Returns 0 and *out (after drain,
+ * abort or a failed start the handle is closed: its submits return
+ * -EPIPE), -EINVAL (NULL argument), -ENOMEM, or the flusher's
+ * thread-creation error (logged).
  */
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
 /*
@@ -311,14 +313,16 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
  * bp_producer_flush): -EINVAL (NULL handle or job, odd job pointer, or the
  * pipeline not started yet), -EPIPE (drain or abort has begun, or the
  * pipeline was destroyed), -EINTR (a signal interrupted a submit before it
- * took anything). The owner thread only.
+ * took anything), -EDEADLK (from a stage or sink callback of this pipeline,
+ * a submit found ingress full). The owner thread only.
  */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
 /*
  * Submit everything staged (blocking; waits for a flush of the flusher in
  * progress, then submits what is left). Returns 0 (nothing left staged),
- * -EINVAL (NULL), or bp_pipeline_submit's errors (-EPIPE, -EINTR): the jobs
- * not accepted stay staged, in order. The owner thread only.
+ * -EINVAL (NULL), or bp_pipeline_submit's errors (-EPIPE, -EINTR,
+ * -EDEADLK): the jobs not accepted stay staged, in order. The owner thread
+ * only.
  */
 int bp_producer_flush(struct bp_producer *pr);
 /*

@@ -334,8 +334,9 @@ struct bp_rdma_node_config {
 
 void bp_rdma_node_config_init(struct bp_rdma_node_config *c);
 
-/* Returns 0 and *out, -EINVAL, -ENOENT (provider), or the provider's
- * error. */
+/* Returns 0 and *out, -EINVAL, -ENOENT (provider), -EOPNOTSUPP (hmem or
+ * EVENT progress unsupported), -ENOMEM, a progress thread's creation
+ * error, or the provider's error. Nothing is left open on failure. */
 int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 			struct bp_rdma_node **out);
 

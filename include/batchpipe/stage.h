@@ -17,8 +17,8 @@
  * never takes more than max_inflight jobs at once; that is the pipeline's
  * backpressure.
  *
- * All callbacks run on the worker's own thread; none may block for long
- * (poll is called again as long as jobs are in flight).
+ * All callbacks but stats_json run on the worker's own thread; none may
+ * block for long (poll is called again as long as jobs are in flight).
  */
 #ifndef BATCHPIPE_STAGE_H
 #define BATCHPIPE_STAGE_H

@@ -60,7 +60,8 @@ struct bp_wait_policy {
 			     (default 8) */
 };
 
-/* Fill *p with the default policy (spin-then-sleep). Any thread. */
+/* Fill *p (not NULL) with the default policy (spin-then-sleep). Any
+ * thread. */
 void bp_wait_policy_init(struct bp_wait_policy *p);
 
 /*
