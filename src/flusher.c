@@ -248,12 +248,15 @@ int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
 		/* born closed: its submits get -EPIPE, like the pipeline's */
 		atomic_store_explicit(&pr->claim, CLAIM_CLOSED,
 				      memory_order_relaxed);
-	else if (!fl->started)
-		rc = start_flusher(p);
-	if (rc == 0 && !fl->running && !fl->closed)
-		/* opened by bpi_flusher_open; relaxed: published below */
-		atomic_store_explicit(&pr->claim, CLAIM_IDLE,
-				      memory_order_relaxed);
+	else {
+		if (!fl->started)
+			rc = start_flusher(p);
+		if (rc == 0 && !fl->running)
+			/* opened by bpi_flusher_open; relaxed: published
+			 * below */
+			atomic_store_explicit(&pr->claim, CLAIM_IDLE,
+					      memory_order_relaxed);
+	}
 	if (rc == 0) {
 		/* relaxed: published by the release below */
 		atomic_store_explicit(
@@ -314,11 +317,29 @@ void bpi_flusher_open(struct bp_pipeline *p)
 	fl->running = true;
 	for (struct bp_producer *pr =
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
-	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed))
-		/* release: the owner that sees it open sees a started pipeline
+	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		/* acquire: pairs with bpi_producer_release */
+		uint64_t c =
+			atomic_load_explicit(&pr->claim, memory_order_acquire);
+
+		/*
+		 * An owner taking a job back before start (idle_after_stage)
+		 * holds a claim that ends by storing IDLE again: wait it out,
+		 * or that store would undo the opening for good.
 		 */
-		atomic_fetch_and_explicit(&pr->claim, ~(uint64_t)CLAIM_IDLE,
-					  memory_order_release);
+		for (;;) {
+			if (c & CLAIM_BUSY)
+				c = bpi_producer_wait_claim(pr, -1);
+			/* release: the owner that sees it open sees a started
+			 * pipeline */
+			else if (atomic_compare_exchange_weak_explicit(
+					 &pr->claim, &c,
+					 c & ~(uint64_t)CLAIM_IDLE,
+					 memory_order_release,
+					 memory_order_acquire))
+				break;
+		}
+	}
 	reg_unlock(fl);
 }
 

@@ -216,8 +216,9 @@ static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
 	pr->claim_seen = CLAIM_STALE;
 	/* relaxed: only which error to give */
 	st = atomic_load_explicit(&pr->p->state, memory_order_relaxed);
-	if (st != P_CREATED)
+	if (st >= P_STOPPING)
 		return -EPIPE; /* start failed, or drained without a start */
+	/* CREATED, or RUNNING with the handles not opened yet: not started */
 	bpi_log(pr->p, BP_LOG_ERROR,
 		"bp_producer_submit: the pipeline is not started");
 	return -EINVAL;

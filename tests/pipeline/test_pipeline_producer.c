@@ -483,6 +483,75 @@ static void test_drain_timeout_blocked_handle(void **unused)
 	free(sp.jobs);
 }
 
+/*
+ * An owner submitting while bp_pipeline_start opens its handle: calls
+ * before the opening get -EINVAL (not started), every later one is taken;
+ * none gets -EPIPE from a running pipeline. (An owner taking a job back
+ * before start used to end its claim by storing "not started" over the
+ * opening, and the handle refused every job for good.)
+ */
+struct start_race {
+	struct bp_producer *pr;
+	struct pjob jobs[32];
+	atomic_bool go;
+	int bad_rc;
+	unsigned taken;
+};
+
+static void *start_race_owner(void *arg)
+{
+	struct start_race *r = arg;
+	unsigned i = 0;
+
+	while (!atomic_load(&r->go))
+		;
+	while (i < 32) {
+		int rc = bp_producer_submit(r->pr, &r->jobs[i].hdr);
+
+		if (rc == 0) {
+			r->taken++;
+			i++;
+		} else if (rc != -EINVAL) {
+			r->bad_rc = rc;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void test_start_races_owner(void **unused)
+{
+	unsigned iters = BP_TSAN ? 50 : 200;
+
+	(void)unused;
+	for (unsigned it = 0; it < iters; it++) {
+		struct start_race r = {.bad_rc = 0};
+		struct sinkc s;
+		struct bp_pipeline *p = make(&s, 1, 8, 1000000, false, false);
+		pthread_t t;
+
+		assert_non_null(p);
+		jobs_init(r.jobs, 32, 0);
+		assert_int_equal(bp_producer_create(p, &r.pr), 0);
+		assert_int_equal(pthread_create(&t, NULL, start_race_owner, &r),
+				 0);
+		atomic_store(&r.go, true);
+		for (volatile unsigned k = 0; k < (it % 64) * 64; k++)
+			;
+		assert_int_equal(bp_pipeline_start(p), 0);
+		pthread_join(t, NULL);
+		if (r.bad_rc)
+			fail_msg("iteration %u: bp_producer_submit returned %d "
+				 "(%s) on a started pipeline",
+				 it, r.bad_rc, bp_strerror(r.bad_rc));
+		assert_int_equal(bp_producer_destroy(r.pr), 0);
+		assert_int_equal(bp_pipeline_drain(p), 0);
+		assert_true(conserved(p, &s));
+		assert_int_equal(atomic_load(&s.count), r.taken);
+		bp_pipeline_destroy(p);
+	}
+}
+
 static unsigned rnd(unsigned *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -679,6 +748,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_handle_outlives_pipeline),
 		cmocka_unit_test(test_drain_overlaps_submit),
 		cmocka_unit_test(test_drain_timeout_blocked_handle),
+		cmocka_unit_test(test_start_races_owner),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "stress") == 0)
