@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "producer_internal.h"
+#include "self.h"
 #include "wait_internal.h"
 
 static inline int64_t add_sat(int64_t t, uint64_t ns)
@@ -111,6 +112,19 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 		if (c & CLAIM_BUSY) {
 			if (!wait)
 				return 0;
+			if (bpi_self_is(pr->p)) {
+				/*
+				 * The flusher's claim is a blocking submit, and
+				 * ingress may wait for this very thread (the
+				 * sink, or a worker): never wait for it here.
+				 */
+				bpi_log(pr->p, BP_LOG_ERROR,
+					"bp_producer_flush/submit: from a "
+					"callback of its own pipeline while "
+					"the "
+					"flusher submits: would deadlock");
+				return -EDEADLK;
+			}
 			c = bpi_producer_wait_claim(pr, -1);
 			continue;
 		}

@@ -313,16 +313,18 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
  * bp_producer_flush): -EINVAL (NULL handle or job, odd job pointer, or the
  * pipeline not started yet), -EPIPE (drain or abort has begun, or the
  * pipeline was destroyed), -EINTR (a signal interrupted a submit before it
- * took anything), -EDEADLK (from a stage or sink callback of this pipeline,
- * a submit found ingress full). The owner thread only.
+ * took anything), -EDEADLK (from a stage or sink callback of this pipeline:
+ * a submit found ingress full, or the flusher was submitting this handle's
+ * jobs; logged). The owner thread only.
  */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
 /*
  * Submit everything staged (blocking; waits for a flush of the flusher in
  * progress, then submits what is left). Returns 0 (nothing left staged),
  * -EINVAL (NULL), or bp_pipeline_submit's errors (-EPIPE, -EINTR,
- * -EDEADLK): the jobs not accepted stay staged, in order. The owner thread
- * only.
+ * -EDEADLK; also -EDEADLK from a callback of this pipeline while the
+ * flusher submits this handle's jobs, which may wait for this very thread):
+ * the jobs not accepted stay staged, in order. The owner thread only.
  */
 int bp_producer_flush(struct bp_producer *pr);
 /*

@@ -552,6 +552,68 @@ static void test_start_races_owner(void **unused)
 	}
 }
 
+/*
+ * A handle used by the sink callback: its flush while the flusher's claim
+ * waits for ingress room (which only this sink can make, by returning)
+ * returns -EDEADLK instead of hanging, and every job still arrives.
+ */
+static struct bp_producer *sink_pr;
+static struct pjob sink_staged[63];
+static atomic_int sink_flush_rc = 1;
+static atomic_uint sink_calls, sink_jobs;
+
+static void sink_owner_fn(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	(void)jobs;
+	atomic_fetch_add(&sink_jobs, n);
+	if (atomic_fetch_add(&sink_calls, 1) != 0)
+		return;
+	for (unsigned i = 0; i < 63; i++)
+		if (bp_producer_submit(sink_pr, &sink_staged[i].hdr) != 0)
+			pt_fail("sink: staging job %u", i);
+	pt_sleep_ns(200000000); /* the flusher claims and blocks */
+	atomic_store(&sink_flush_rc, bp_producer_flush(sink_pr));
+}
+
+static void test_handle_in_sink(void **unused)
+{
+	static struct pjob direct[64];
+	struct bp_job *js[64];
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	int rc;
+
+	(void)unused;
+	jobs_init(direct, 64, MAX_HANDLES);
+	jobs_init(sink_staged, 63, MAX_HANDLES);
+	for (unsigned i = 0; i < 64; i++)
+		js[i] = &direct[i].hdr;
+	bp_pipeline_config_init(&c);
+	c.stage = &stage;
+	c.sink = sink_owner_fn;
+	c.log = log_fn;
+	c.log_ctx = &logs;
+	c.workers = 1;
+	c.ingress_capacity = 4;
+	c.egress_capacity = 1;
+	c.max_batch = 64;
+	c.max_inflight = 64;
+	c.flush_deadline_ns = 1000000;
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	assert_int_equal(bp_producer_create(p, &sink_pr), 0);
+	pt_watchdog_arm(60, "a handle flushed from the sink callback");
+	assert_int_equal(bp_pipeline_submit(p, js, 64, 0, -1), 64);
+	assert_true(wait_count(&sink_jobs, 64 + 63, 20000));
+	rc = atomic_load(&sink_flush_rc);
+	assert_true(rc == 0 || rc == -EDEADLK);
+	assert_int_equal(bp_producer_destroy(sink_pr), 0);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	pt_watchdog_disarm();
+	bp_pipeline_destroy(p);
+}
+
 static unsigned rnd(unsigned *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -749,6 +811,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_drain_overlaps_submit),
 		cmocka_unit_test(test_drain_timeout_blocked_handle),
 		cmocka_unit_test(test_start_races_owner),
+		cmocka_unit_test(test_handle_in_sink),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "stress") == 0)
