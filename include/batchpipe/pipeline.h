@@ -268,7 +268,9 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 				const struct bp_wait_policy *w);
 /*
  * Replace the stage context. Returns once no worker can still be using the
- * old one (see above): the caller may free it then.
+ * old one (see above): the caller may free it then, unless it is the one
+ * given to bp_pipeline_create and the stage has a stats_json callback,
+ * which bp_pipeline_report_json keeps calling with that one (stage.h).
  */
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 

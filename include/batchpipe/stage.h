@@ -57,7 +57,9 @@ struct bp_stage {
 	/*
 	 * optional: the stage's own statistics as one JSON value, snprintf
 	 * rules (returns the length needed), for bp_pipeline_report_json.
-	 * stage_ctx is the one given to bp_pipeline_create; any thread.
+	 * stage_ctx is always the one given to bp_pipeline_create, also after
+	 * bp_pipeline_set_stage_ctx: a stage with stats_json keeps that one
+	 * valid for the pipeline's life. Any thread (report_json's caller).
 	 */
 	int (*stats_json)(void *stage_ctx, char *buf, size_t size);
 	/*
