@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, builds, runs every test,
-# then the concurrency and RDMA tests under ThreadSanitizer and the unit and
-# RDMA tests under AddressSanitizer + UBSan. Ends with "N passed, N failed, N skipped" and
+# then the unit, concurrency and RDMA tests under ThreadSanitizer (the unit
+# tests start threads too: misuse, producers, hooks) and the unit and RDMA
+# tests under AddressSanitizer + UBSan. Ends with "N passed, N failed, N skipped" and
 # exits non-zero on any failure.
 #   scripts/test.sh            everything
 #   scripts/test.sh --fast     the plain build only (no sanitizers)
@@ -36,7 +37,7 @@ run_suite plain build "-Dwerror=true -Drdma=enabled" ""
 if [ $fast -eq 0 ]; then
 	run_suite tsan build-tsan \
 		"-Dwerror=true -Drdma=enabled -Db_sanitize=thread -Dallocator=libc -Dbench=false -Dexamples=false" \
-		"--suite stress --suite block --suite rdma --timeout-multiplier 4"
+		"--suite unit --suite stress --suite block --suite rdma --timeout-multiplier 4"
 	run_suite asan build-asan \
 		"-Dwerror=true -Drdma=enabled -Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
 		"--suite unit --suite example --suite rdma"
