@@ -3,7 +3,8 @@
 # test_install.sh SRCROOT - what a user of the installed library does:
 #  1. a fresh meson setup of SRCROOT (tests, bench, examples, bp-target off),
 #     installed into a temporary prefix;
-#  2. outside.c and outside.cpp built with pkg-config against that prefix,
+#  2. outside.c and the C++ example (examples/minimal_cpp.cpp, what a C++
+#     user copies) built with pkg-config against that prefix,
 #     shared (rpath) and fully static (pkg-config --static, -static), run;
 #     outside_rdma.c likewise where the RDMA stage was built (static:
 #     batchpipe's archives, libfabric shared);
@@ -116,12 +117,12 @@ run cstatic "$CC" -std=c11 -Wall -Wextra -Werror -pthread -static $cflags \
 checkrun outside-static static
 # shellcheck disable=SC2086
 run cxxshared "$CXX" -std=c++17 -Wall -Wextra -Werror -pthread $cflags \
-	"$here/outside.cpp" -o "$tmp/outside-cpp-shared" $libs \
+	"$src/examples/minimal_cpp.cpp" -o "$tmp/outside-cpp-shared" $libs \
 	-Wl,-rpath,"$libdir"
 checkrun outside-cpp-shared shared
 # shellcheck disable=SC2086
 run cxxstatic "$CXX" -std=c++17 -Wall -Wextra -Werror -pthread -static \
-	$cflags "$here/outside.cpp" -o "$tmp/outside-cpp-static" $slibs
+	$cflags "$src/examples/minimal_cpp.cpp" -o "$tmp/outside-cpp-static" $slibs
 checkrun outside-cpp-static static
 
 # 2b. The RDMA stage, where it was built (a system libfabric was found).

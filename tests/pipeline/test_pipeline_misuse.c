@@ -649,28 +649,11 @@ static void test_complete_twice_refused(void **unused)
  * ordered sink refuses the repeat, the later completion of the second job
  * overruns and is refused, and the drain reports the job lost.
  */
-struct pair_state {
-	struct bp_job *held[2];
-	unsigned n;
-};
-
-static int pair_init(struct bp_worker *w, void **state)
-{
-	(void)w;
-	*state = calloc(1, sizeof(struct pair_state));
-	return *state ? 0 : -ENOMEM;
-}
-
-static void pair_fini(void *state, struct bp_worker *w)
-{
-	(void)w;
-	free(state);
-}
-
+/* its state is a hold_state (two of its slots used) */
 static void pair_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 			 unsigned n)
 {
-	struct pair_state *s = state;
+	struct hold_state *s = state;
 
 	(void)w;
 	for (unsigned i = 0; i < n && s->n < 2; i++)
@@ -679,7 +662,7 @@ static void pair_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 
 static void pair_poll(void *state, struct bp_worker *w)
 {
-	struct pair_state *s = state;
+	struct hold_state *s = state;
 	struct fix *f = bp_worker_stage_ctx(w);
 
 	if (s->n < 2 || atomic_load(&f->calls_done))
@@ -692,10 +675,10 @@ static void pair_poll(void *state, struct bp_worker *w)
 }
 
 static const struct bp_stage pair_stage = {.name = "pair",
-					   .init = pair_init,
+					   .init = hold_init,
 					   .process = pair_process,
 					   .poll = pair_poll,
-					   .fini = pair_fini};
+					   .fini = hold_fini};
 
 static void test_ordered_repeat_refused(void **unused)
 {
