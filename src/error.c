@@ -41,7 +41,7 @@ const char *bp_strerror(int err)
 		return "would deadlock: called from a thread the call would "
 		       "wait for (a callback of the same pipeline)";
 	case EBUSY:
-		return "busy: still in use (objects of a pool are out)";
+		return "busy: still in use";
 	default: {
 		const char *s = strerrordesc_np(err);
 		return s ? s : "unknown error";

@@ -55,7 +55,13 @@ static int64_t add_sat(int64_t t, uint64_t ns)
 }
 
 /* Submit what a claim (taken with head h) covers, then end the claim. */
-static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
+/*
+ * Submit what a claim (taken with head h) covers as far as ingress has room,
+ * then end the claim. Returns whether ingress was full: the rest stays
+ * staged, and the flusher waits for room holding no claim (the owner may be
+ * a thread ingress waits for, the sink among them).
+ */
+static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 			   uint64_t h)
 {
 	uint64_t t, done = 0;
@@ -65,13 +71,17 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	if (atomic_load_explicit(&pr->retired, memory_order_relaxed) ||
 	    atomic_load_explicit(&pr->flusher_err, memory_order_relaxed)) {
 		bpi_producer_release(pr, h, 0);
-		return;
+		return false;
 	}
 	/* acquire: the jobs below tail are stored (pairs with the owner) */
 	t = atomic_load_explicit(&pr->tail, memory_order_acquire);
 	/* relaxed: the submit's publication carries it to whoever saw a job */
 	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
-	rc = bpi_producer_submit_range(pr, h, t, true, -1, &done);
+	rc = bpi_producer_submit_some(pr, h, t, &done);
+	if (rc == -EAGAIN) {
+		bpi_producer_release(pr, h + done, 0);
+		return true;
+	}
 	if (rc < 0) {
 		/*
 		 * What was not accepted stays staged, in order: the owner's
@@ -86,7 +96,11 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 			bp_strerror(rc), (unsigned long long)(t - h - done));
 	}
 	/* -EPIPE: intake is closed for good, and so is the handle */
-	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
+	if (rc == -EPIPE)
+		bpi_producer_close_at(pr, h + done);
+	else
+		bpi_producer_release(pr, h + done, 0);
+	return false;
 }
 
 /*
@@ -96,7 +110,7 @@ static void flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
  * under the look). Sets *claimed after a claim.
  */
 static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
-		 bool *claimed)
+		 bool *claimed, bool *full)
 {
 	struct bpi_flusher *fl = &p->fl;
 	int64_t now = bp_now_ns();
@@ -155,7 +169,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 			again = true; /* the owner or drain got there first */
 			continue;
 		}
-		flusher_submit(p, pr, h);
+		*full |= flusher_submit(p, pr, h);
 		*claimed = true;
 		again = true;
 	}
@@ -163,6 +177,14 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	atomic_fetch_add_explicit(&fl->walks, 1, memory_order_seq_cst);
 	bpi_waitq_wake(&fl->walk_wq);
 	return again;
+}
+
+/* Wake condition of a flusher that found ingress full. */
+static int ingress_room(void *arg)
+{
+	struct bp_ring *r = arg;
+
+	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
 }
 
 static void *flusher_main(void *arg)
@@ -174,10 +196,16 @@ static void *flusher_main(void *arg)
 	/* acquire: pairs with the release in bpi_flusher_close */
 	while (!atomic_load_explicit(&fl->stop, memory_order_acquire)) {
 		int64_t next, next2;
+		bool full = false;
 		uint32_t key;
 
-		if (walk(p, true, &next, &claimed))
+		if (walk(p, true, &next, &claimed, &full)) {
+			if (full) /* until a dequeue or close: no claim held */
+				bpi_wait_loop(&p->cfg.producer_wait,
+					      bpi_ring_not_full(p->ingress),
+					      ingress_room, p->ingress, -1);
 			continue;
+		}
 		/*
 		 * Going to sleep: say until when, arm, look again. seq_cst:
 		 * Dekker with a producer's first job of a batch
@@ -193,7 +221,7 @@ static void *flusher_main(void *arg)
 			claimed = false;
 		}
 		/* acquire: pairs with the release in bpi_flusher_close */
-		if (walk(p, false, &next2, &claimed) ||
+		if (walk(p, false, &next2, &claimed, &full) ||
 		    atomic_load_explicit(&fl->stop, memory_order_acquire) ||
 		    (next2 >= 0 && next2 <= bp_now_ns())) {
 			bpi_waitq_cancel(&fl->wq);
@@ -345,6 +373,97 @@ void bpi_flusher_open(struct bp_pipeline *p)
 
 /* ------------------------------------------------------ drain, destroy */
 
+/*
+ * Take a handle for good: claim it (waiting out a claim in progress up to
+ * the deadline), close it, fix what drain submits (claim_end: with submit,
+ * the tail seen after the barrier; else head, nothing) and end the claim at
+ * once, so that no claim is held while drain waits for anything. Returns
+ * whether it was taken.
+ */
+static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
+{
+	/* acquire: pairs with bpi_producer_release */
+	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+
+	for (;;) {
+		if (c & CLAIM_BUSY) {
+			c = bpi_producer_wait_claim(pr, deadline);
+			if (c & CLAIM_BUSY)
+				return false; /* the deadline passed */
+		}
+		/* acquire: the previous claimer's slot reads first */
+		else if (atomic_compare_exchange_weak_explicit(
+				 &pr->claim, &c, c | CLAIM_BUSY | CLAIM_CLOSED,
+				 memory_order_acquire, memory_order_acquire))
+			break;
+	}
+	/*
+	 * The owner now sees CLAIM_CLOSED after its tail store, or its tail
+	 * store is seen below (producer.c, closed_after_stage).
+	 */
+	bpi_barrier_all();
+	/* acquire: the jobs below tail (pairs with the owner's release) */
+	atomic_store_explicit(
+		&pr->claim_end,
+		submit ? atomic_load_explicit(&pr->tail, memory_order_acquire)
+		       : bpi_claim_head(c),
+		memory_order_relaxed); /* published by the release below */
+	bpi_producer_release(pr, bpi_claim_head(c), CLAIM_CLOSED);
+	return true;
+}
+
+/*
+ * Submit a closed handle's jobs below claim_end, a claim per slice that fits
+ * ingress, waiting for room with no claim held. At the deadline (or an
+ * error) what is left stays staged: claim_end comes down to head.
+ */
+static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
+			int64_t deadline)
+{
+	for (;;) {
+		/* acquire: pairs with bpi_producer_release */
+		uint64_t c =
+			atomic_load_explicit(&pr->claim, memory_order_acquire);
+		uint64_t h = bpi_claim_head(c), done = 0, end;
+		int64_t left;
+		int rc;
+
+		if (c & CLAIM_BUSY) { /* the owner settling its last job */
+			bpi_producer_wait_claim(pr, -1);
+			continue;
+		}
+		/* acquire: the previous claimer's slot reads first */
+		if (!atomic_compare_exchange_weak_explicit(
+			    &pr->claim, &c, c | CLAIM_BUSY,
+			    memory_order_acquire, memory_order_relaxed))
+			continue;
+		/* relaxed: only closers store it, under a claim */
+		end = atomic_load_explicit(&pr->claim_end,
+					   memory_order_relaxed);
+		rc = h < end ? bpi_producer_submit_some(pr, h, end, &done) : 0;
+		if (rc == 0) {
+			bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+			return 0;
+		}
+		left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		if (rc != -EAGAIN || (deadline >= 0 && left <= 0)) {
+			rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
+			bpi_log(p, BP_LOG_ERROR,
+				"drain: a producer's staged jobs: %s; %llu "
+				"job(s) stay staged for bp_producer_destroy",
+				bp_strerror(rc),
+				(unsigned long long)(end - h - done));
+			bpi_producer_close_at(pr, h + done);
+			return rc;
+		}
+		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+		/* room comes from the workers: -ETIMEDOUT or a signal loop */
+		bpi_wait_loop(&p->cfg.producer_wait,
+			      bpi_ring_not_full(p->ingress), ingress_room,
+			      p->ingress, left);
+	}
+}
+
 int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 {
 	struct bpi_flusher *fl = &p->fl;
@@ -357,36 +476,15 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		return 0;
 	}
 	fl->closed = true;
-	/* claim every handle for good, waiting out claims in progress */
+	/* close every handle first, then submit: no claim held meanwhile */
 	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
 	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
-		/* acquire: pairs with bpi_producer_release */
-		uint64_t c =
-			atomic_load_explicit(&pr->claim, memory_order_acquire);
-
-		pr->drain_claimed = false;
-		for (;;) {
-			if (c & CLAIM_BUSY) {
-				c = bpi_producer_wait_claim(pr, deadline);
-				if (c & CLAIM_BUSY)
-					break; /* the deadline passed */
-			}
-			/* acquire: the previous claimer's slot reads first */
-			else if (atomic_compare_exchange_weak_explicit(
-					 &pr->claim, &c,
-					 c | CLAIM_BUSY | CLAIM_CLOSED,
-					 memory_order_acquire,
-					 memory_order_acquire)) {
-				pr->drain_claimed = true;
-				break;
-			}
-		}
+		pr->drain_claimed = close_handle(pr, deadline, true);
 		if (!pr->drain_claimed) {
 			/*
 			 * A submit blocked on a full ingress holds the claim
-			 * (the owner's or the flusher's): it gets -EPIPE once
-			 * intake closes, which closes the handle, and its jobs
-			 * stay staged (the owner's call returns the error).
+			 * (the owner's): bpi_flusher_join closes the handle
+			 * once intake is closed and that submit returned.
 			 */
 			bpi_log(p, BP_LOG_ERROR,
 				"drain: a producer handle's submit is still "
@@ -395,37 +493,11 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 			ret = -ETIMEDOUT;
 		}
 	}
-	/*
-	 * Every producer now sees CLAIM_CLOSED after its tail store, or its
-	 * tail store is seen below (producer.c, closed_after_stage).
-	 */
-	bpi_barrier_all();
 	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
 	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
-		if (!pr->drain_claimed)
-			continue;
-		/* relaxed: we hold the claim (our CAS's acquire) */
-		uint64_t h = bpi_claim_head(atomic_load_explicit(
-				 &pr->claim, memory_order_relaxed)),
-			 done = 0;
-		/* acquire: the jobs below tail (pairs with the owner) */
-		uint64_t t =
-			atomic_load_explicit(&pr->tail, memory_order_acquire);
-		int rc;
+		int rc = pr->drain_claimed ? drain_handle(p, pr, deadline) : 0;
 
-		/* relaxed: as in flusher_submit */
-		atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
-		rc = bpi_producer_submit_range(pr, h, t, true, deadline, &done);
-
-		if (rc < 0) {
-			bpi_log(p, BP_LOG_ERROR,
-				"drain: a producer's staged jobs: %s; %llu "
-				"job(s) stay staged for bp_producer_destroy",
-				bp_strerror(rc),
-				(unsigned long long)(t - h - done));
-			ret = rc;
-		}
-		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+		ret = ret ? ret : rc;
 	}
 	if (fl->started) {
 		/* release: pairs with the flusher's acquire of stop */
@@ -441,6 +513,16 @@ void bpi_flusher_join(struct bp_pipeline *p)
 	struct bpi_flusher *fl = &p->fl;
 
 	reg_lock(fl);
+	/*
+	 * Intake is closed: a submit that held a handle's claim past drain's
+	 * deadline has returned (or returns soon with -EPIPE). Close such
+	 * handles now, so that none stays open after drain.
+	 */
+	for (struct bp_producer *pr =
+		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
+	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed))
+		if (!pr->drain_claimed)
+			pr->drain_claimed = close_handle(pr, -1, false);
 	/* the flusher takes no registry lock: joining under it is safe */
 	if (fl->started) {
 		pthread_join(fl->thread, NULL);

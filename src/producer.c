@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "producer_internal.h"
-#include "self.h"
 #include "wait_internal.h"
 
 static inline int64_t add_sat(int64_t t, uint64_t ns)
@@ -29,19 +28,39 @@ static inline void saw_head(struct bp_producer *pr, uint64_t h)
 }
 
 int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
-			      bool retry_eintr, int64_t deadline,
 			      uint64_t *done)
 {
 	while (h < t) {
 		unsigned at = (unsigned)(h & pr->mask);
 		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
-		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
-		int rc = bp_pipeline_submit(
-			pr->p, pr->slots + at, (unsigned)run, 0,
-			left < 0 && deadline >= 0 ? 0 : left);
+		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
+					    (unsigned)run, 0, -1);
 
-		if (rc == -EINTR && retry_eintr)
-			continue;
+		if (rc < 0)
+			return rc;
+		h += (uint64_t)rc;
+		*done += (uint64_t)rc;
+	}
+	return 0;
+}
+
+void bpi_producer_close_at(struct bp_producer *pr, uint64_t head)
+{
+	/* relaxed: published by the release that ends the claim */
+	atomic_store_explicit(&pr->claim_end, head, memory_order_relaxed);
+	bpi_producer_release(pr, head, CLAIM_CLOSED);
+}
+
+int bpi_producer_submit_some(struct bp_producer *pr, uint64_t h, uint64_t t,
+			     uint64_t *done)
+{
+	while (h < t) {
+		unsigned at = (unsigned)(h & pr->mask);
+		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
+		int rc =
+			bp_pipeline_submit(pr->p, pr->slots + at, (unsigned)run,
+					   BP_SUBMIT_NONBLOCK, 0);
+
 		if (rc < 0)
 			return rc;
 		h += (uint64_t)rc;
@@ -112,24 +131,16 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 		if (c & CLAIM_BUSY) {
 			if (!wait)
 				return 0;
-			if (bpi_self_is(pr->p)) {
-				/*
-				 * The flusher's claim is a blocking submit, and
-				 * ingress may wait for this very thread (the
-				 * sink, or a worker): never wait for it here.
-				 */
-				bpi_log(pr->p, BP_LOG_ERROR,
-					"bp_producer_flush/submit: from a "
-					"callback of its own pipeline while "
-					"the "
-					"flusher submits: would deadlock");
-				return -EDEADLK;
-			}
+			/* short: the flusher's and drain's claims never wait */
 			c = bpi_producer_wait_claim(pr, -1);
 			continue;
 		}
 		if (c & CLAIM_CLOSED)
-			return bpi_claim_head(c) == t ? 0 : -EPIPE;
+			/* relaxed: ordered by the acquire of c (its release) */
+			return atomic_load_explicit(&pr->claim_end,
+						    memory_order_relaxed) >= t
+				       ? 0 /* drain submits them all */
+				       : -EPIPE;
 		if (bpi_claim_head(c) == t)
 			return 0; /* nothing staged */
 		/* acquire: the previous claimer's slot reads come first */
@@ -146,10 +157,9 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 		done = rc > 0 ? (uint64_t)rc : 0;
 		rc = rc < 0 ? rc : 0;
 		if (rc == 0 && h + done < t) /* partial, then an error */
-			rc = bpi_producer_submit_range(pr, h + done, t, false,
-						       -1, &done);
+			rc = bpi_producer_submit_range(pr, h + done, t, &done);
 	} else {
-		rc = bpi_producer_submit_range(pr, h, t, false, -1, &done);
+		rc = bpi_producer_submit_range(pr, h, t, &done);
 	}
 	if (rc < 0 && unstage_last && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
@@ -163,7 +173,10 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 	saw_head(pr, h + done);
 	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
 	/* -EPIPE: intake is closed for good, and so is the handle */
-	bpi_producer_release(pr, h + done, rc == -EPIPE ? CLAIM_CLOSED : 0);
+	if (rc == -EPIPE)
+		bpi_producer_close_at(pr, h + done);
+	else
+		bpi_producer_release(pr, h + done, 0);
 	return rc;
 }
 
@@ -195,12 +208,13 @@ static void announce_batch(struct bp_pipeline *p, int64_t now,
  */
 static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {
-	if (c & CLAIM_BUSY)
+	if (c & CLAIM_BUSY) /* short: drain's claims never wait */
 		c = bpi_producer_wait_claim(pr, -1);
 	pr->claim_seen = CLAIM_STALE; /* every later call comes back here */
 	saw_head(pr, bpi_claim_head(c));
-	if (bpi_claim_head(c) > t)
-		return 0; /* drain submitted it */
+	/* relaxed: ordered by the acquire of c (the closer's release) */
+	if (atomic_load_explicit(&pr->claim_end, memory_order_relaxed) > t)
+		return 0; /* drain's look at tail saw it: it submits it */
 	/* relaxed: only the owner reads tail of a closed, idle handle */
 	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
 	return -EPIPE;

@@ -48,7 +48,12 @@ struct bp_producer {
 	bool fence;		   /* no membarrier: fence per job */
 	_Atomic uint64_t tail;	   /* owner: release per job; claimers read */
 	_Atomic uint64_t claim;	   /* head << CLAIM_SHIFT | CLAIM_* */
-	_Atomic uint64_t claim_end; /* tail a flusher or drain claim saw */
+	/*
+	 * The tail a flusher or drain claim saw. On a closed handle: drain
+	 * submits every staged job below it (an owner whose job is below it
+	 * was taken), none at or above it.
+	 */
+	_Atomic uint64_t claim_end;
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
 	_Atomic int retired;	    /* being destroyed: the flusher keeps off */
 	bool detached;		    /* its pipeline was destroyed first */
@@ -64,15 +69,28 @@ static inline uint64_t bpi_claim_head(uint64_t c)
 }
 
 /*
- * Submit the staged jobs [h, t) in order, blocking until the CLOCK_MONOTONIC
- * deadline (< 0: none; two calls where the range wraps). Adds the count
- * accepted to *done; returns 0 or the first error (-ETIMEDOUT at the
- * deadline). -EINTR is retried when retry_eintr (library threads), else
- * returned.
+ * The owner's submit of its staged jobs [h, t) in order, blocking (two
+ * calls where the range wraps). Adds the count accepted to *done; returns
+ * 0 or the first error (-EINTR included: the owner's call returns it).
  */
 int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
-			      bool retry_eintr, int64_t deadline,
 			      uint64_t *done);
+
+/*
+ * Submit [h, t) in order as far as ingress has room now, without waiting
+ * (a claimer other than the owner never waits holding a claim: the thread
+ * ingress waits for may be the one waiting for the claim). Adds the count
+ * to *done; returns 0 (all in), -EAGAIN (ingress full) or an error.
+ */
+int bpi_producer_submit_some(struct bp_producer *pr, uint64_t h, uint64_t t,
+			     uint64_t *done);
+
+/*
+ * End a claim closing the handle for good at head: what is below
+ * claim_end is submitted by whoever closed it (drain); setting claim_end
+ * to head says nothing more will be.
+ */
+void bpi_producer_close_at(struct bp_producer *pr, uint64_t head);
 
 /* End a claim: publish the new head with flags (CLAIM_CLOSED or 0). */
 void bpi_producer_release(struct bp_producer *pr, uint64_t head,

@@ -143,13 +143,15 @@ refuse(struct bp_worker *w, unsigned n, const char *why)
 }
 
 /*
- * Whether any of n job pointers is NULL or odd, without a branch per job:
- * bit 0 of the pointers ORed says "odd"; NULL is the only pointer whose
- * predecessor has the top bit set (user addresses are below 2^63), so the
- * top bit of the predecessors ORed says "NULL". Four at a time in two
- * vectors (SSE2 on x86-64): about 2 instructions per job, where a plain
- * loop took 9 (measured with callgrind, B = 32).
+ * Whether any of n job pointers is NULL or odd, without a branch per job.
+ * On x86-64 (user addresses below 2^57): bit 0 of the pointers ORed says
+ * "odd"; NULL is the only pointer whose predecessor has the top bit set, so
+ * the top bit of the predecessors ORed says "NULL"; four at a time in two
+ * SSE2 vectors, about 2 instructions per job where a plain loop took 9
+ * (callgrind, B = 32). Elsewhere (top-byte tags on aarch64, 32-bit address
+ * spaces) that argument does not hold: the plain, exact loop.
  */
+#if defined(__x86_64__) && defined(__LP64__)
 typedef uintptr_t bp_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
 
 static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
@@ -176,8 +178,18 @@ static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
 	lowa |= lowb;
 	or1 |= ora[0] | ora[1];
 	low1 |= lowa[0] | lowa[1];
-	return ((or1 & 1) | (low1 >> (sizeof(uintptr_t) * 8 - 1))) != 0;
+	return ((or1 & 1) | (low1 >> 63)) != 0;
 }
+#else
+static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
+{
+	bool bad = false;
+
+	for (unsigned i = 0; i < n; i++)
+		bad |= !jobs[i] || ((uintptr_t)jobs[i] & 1);
+	return bad;
+}
+#endif
 
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
@@ -200,7 +212,8 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 	}
 	if (bad_pointers(jobs, n))
 		return refuse(w, n, "a NULL or odd job pointer");
-	memcpy(&w->done[w->dend], jobs, n * sizeof(*jobs));
+	if (n) /* jobs may be NULL for n == 0: memcpy wants a pointer */
+		memcpy(&w->done[w->dend], jobs, n * sizeof(*jobs));
 	w->dend += n;
 	stat_add(&w->st_completed, n);
 	return (int)n;

@@ -599,7 +599,7 @@ static void test_handle_in_sink(void **unused)
 	c.egress_capacity = 1;
 	c.max_batch = 64;
 	c.max_inflight = 64;
-	c.flush_deadline_ns = 1000000;
+	c.flush_deadline_ns = 20000000; /* the 63 stagings fit in it */
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	assert_int_equal(bp_producer_create(p, &sink_pr), 0);

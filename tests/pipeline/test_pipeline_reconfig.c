@@ -56,7 +56,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if BPT_HAVE_URCU_QSBR
 #include <urcu/urcu-qsbr.h>
+#endif
 
 #include <batchpipe/batchpipe.h>
 
@@ -741,6 +743,7 @@ static void prompt_changes(const char *against, void (*release)(void))
 	bp_pipeline_destroy(ch.p);
 }
 
+#if BPT_HAVE_URCU_QSBR
 /* (a) an application thread online in urcu-qsbr, never quiescent */
 static atomic_bool app_online, app_let_go;
 
@@ -759,6 +762,7 @@ static void app_release(void)
 {
 	atomic_store(&app_let_go, true);
 }
+#endif
 
 /* (b) another pipeline, its worker blocked inside process */
 static atomic_bool blocker_in, blocker_let_go;
@@ -913,11 +917,13 @@ static void own_worker_blocked(void)
 static int promptness(void)
 {
 	unsigned fails0 = pt_failures();
-	pthread_t app;
 
 	pt_watchdog_arm(120, "live changes next to liburcu and a blocked "
 			     "pipeline");
 	/* (a) */
+#if BPT_HAVE_URCU_QSBR
+	pthread_t app;
+
 	atomic_store(&app_online, false);
 	atomic_store(&app_let_go, false);
 	if (pthread_create(&app, NULL, app_rcu_main, NULL)) {
@@ -928,6 +934,10 @@ static int promptness(void)
 		pt_sleep_ms(1);
 	prompt_changes("next to an online urcu-qsbr thread", app_release);
 	pthread_join(app, NULL);
+#else
+	printf("next to an online urcu-qsbr thread: skipped (built without "
+	       "liburcu-qsbr)\n");
+#endif
 
 	/* (b) */
 	{
