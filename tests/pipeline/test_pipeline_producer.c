@@ -614,6 +614,79 @@ static void test_handle_in_sink(void **unused)
 	bp_pipeline_destroy(p);
 }
 
+/*
+ * A drain with a timeout that could not claim a handle (its owner's flush
+ * was blocked in a submit), and whose blocked submit then completes before
+ * intake closes: the handle must still end up closed. It stayed open, so
+ * later submits returned 0 for jobs that never arrived, and after
+ * bp_pipeline_destroy they used the freed pipeline.
+ */
+static struct bp_pipeline *late_p;
+static atomic_int late_drain_rc = 1;
+
+static void late_log(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	(void)lvl;
+	if (strstr(msg, "still blocked at the deadline")) {
+		/* let the stage go inside drain's window: the submit ends */
+		atomic_store(&stuck_release, true);
+		pt_sleep_ns(200000000);
+	}
+}
+
+static void *late_drainer(void *arg)
+{
+	(void)arg;
+	pt_sleep_ns(200000000); /* the owner's flush is blocked by now */
+	atomic_store(&late_drain_rc,
+		     bp_pipeline_drain_timeout(late_p, 300000000));
+	if (bp_pipeline_drain(late_p) != 0)
+		pt_fail("late: the second drain");
+	return NULL;
+}
+
+static void test_timed_out_handle_closed(void **unused)
+{
+	static struct pjob jobs[16];
+	struct bp_pipeline_config c;
+	struct bp_producer *pr;
+	struct sinkc s;
+	unsigned refused = 0;
+	pthread_t t;
+
+	(void)unused;
+	memset(&s, 0, sizeof(s));
+	atomic_store(&stuck_release, false);
+	jobs_init(jobs, 16, 0);
+	bp_pipeline_config_init(&c);
+	c.stage = &stuck_stage;
+	c.sink = sink_fn;
+	c.sink_ctx = &s;
+	c.log = late_log;
+	c.workers = 1;
+	c.ingress_capacity = 4;
+	c.max_batch = 4;
+	c.max_inflight = 4;
+	c.flush_deadline_ns = 1000000000;
+	assert_int_equal(bp_pipeline_create(&c, &late_p), 0);
+	assert_int_equal(bp_pipeline_start(late_p), 0);
+	assert_int_equal(bp_producer_create(late_p, &pr), 0);
+	assert_int_equal(pthread_create(&t, NULL, late_drainer, NULL), 0);
+	for (unsigned i = 0; i < 12; i++)
+		refused += bp_producer_submit(pr, &jobs[i].hdr) != 0;
+	pthread_join(t, NULL);
+	/* every job: delivered, refused, or still staged (none lost) */
+	assert_int_equal(
+		atomic_load(&s.count) + refused + bp_producer_staged(pr), 12);
+	assert_int_equal(bp_producer_submit(pr, &jobs[12].hdr), -EPIPE);
+	bp_pipeline_destroy(late_p);
+	/* closed and detached: no call reaches the freed pipeline */
+	for (unsigned i = 13; i < 16; i++)
+		assert_int_equal(bp_producer_submit(pr, &jobs[i].hdr), -EPIPE);
+	bp_producer_destroy(pr);
+}
+
 static unsigned rnd(unsigned *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -812,6 +885,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_drain_timeout_blocked_handle),
 		cmocka_unit_test(test_start_races_owner),
 		cmocka_unit_test(test_handle_in_sink),
+		cmocka_unit_test(test_timed_out_handle_closed),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "stress") == 0)
