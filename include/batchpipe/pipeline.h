@@ -287,9 +287,13 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
  *
  * Drain and abort submit everything staged in every handle before intake
  * closes (abort: those jobs then reach the sink as BP_JOB_CANCELLED), so a
- * job whose bp_producer_submit returned 0 reaches the sink. From then on
- * the handles refuse jobs with -EPIPE. A live max_batch or flush deadline
- * applies to each handle's next batch at the latest.
+ * job whose bp_producer_submit returned 0 reaches the sink. The exception is
+ * bp_pipeline_drain_timeout whose deadline passes first: what it could not
+ * submit stays staged in the (closed) handle, logged, and the owner learns
+ * it from bp_producer_staged and from bp_producer_flush / destroy returning
+ * -EPIPE. From then on the handles refuse jobs with -EPIPE. A live
+ * max_batch or flush deadline applies to each handle's next batch at the
+ * latest.
  *
  * Threads: one thread at a time per handle (the owner; it may change, with
  * the caller ordering the hand-over); the flusher is the library's. The
