@@ -6,9 +6,10 @@
  * earliest deadline of any handle; a producer that stages the first job of
  * a batch wakes it only if that batch is due before it would wake anyway
  * (once per batch, not per job). It claims a handle's staged jobs as the
- * owner does (producer_internal.h) and submits them blocking: drain waits
- * for a claim in progress before it closes intake, and intake has room as
- * long as workers run.
+ * owner does (producer_internal.h) and submits what ingress has room for,
+ * never waiting with a claim held: when ingress is full it ends the claim
+ * and waits for room holding nothing (the owner may be a thread ingress
+ * waits for).
  *
  * Also here: the registry of handles (a list the flusher walks without a
  * lock; changes take a flag lock, a cold path; a removed handle is freed
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "producer_internal.h"
 #include "wait_internal.h"
@@ -54,7 +56,6 @@ static int64_t add_sat(int64_t t, uint64_t ns)
 	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
 }
 
-/* Submit what a claim (taken with head h) covers, then end the claim. */
 /*
  * Submit what a claim (taken with head h) covers as far as ingress has room,
  * then end the claim. Returns whether ingress was full: the rest stays
@@ -313,12 +314,28 @@ static int walk_ended(void *arg)
 	       w->walk;
 }
 
-void bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
+/*
+ * A walk in progress may still hold a handle unlinked before this call:
+ * wait for it to end. seq_cst: after the unlink (Dekker with walk()).
+ */
+static void wait_walk_end(struct bpi_flusher *fl)
+{
+	struct walk_seen w = {fl, 0};
+	struct bp_wait_policy pol;
+
+	w.walk = atomic_load_explicit(&fl->walks, memory_order_seq_cst);
+	if (!(w.walk & 1))
+		return;
+	bp_wait_policy_init(&pol);
+	while (bpi_wait_loop(&pol, &fl->walk_wq, walk_ended, &w, -1) < 0)
+		; /* -EINTR: a signal; wait again */
+}
+
+bool bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
 {
 	struct bpi_flusher *fl = &p->fl;
 	_Atomic(struct bp_producer *) *link = &fl->handles;
-	struct bp_wait_policy pol;
-	struct walk_seen w = {fl, 0};
+	bool mine;
 
 	reg_lock(fl);
 	while (atomic_load_explicit(link, memory_order_relaxed) != pr)
@@ -327,14 +344,12 @@ void bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
 	atomic_store_explicit(
 		link, atomic_load_explicit(&pr->next, memory_order_relaxed),
 		memory_order_seq_cst);
+	/* drain holds it (pinned): drain frees it when done with it */
+	pr->free_on_unpin = pr->drain_pins > 0;
+	mine = !pr->free_on_unpin; /* pr may be gone once unlocked */
 	reg_unlock(fl);
-	/* a walk in progress may still hold pr: wait for it to end */
-	w.walk = atomic_load_explicit(&fl->walks, memory_order_seq_cst);
-	if (!(w.walk & 1))
-		return;
-	bp_wait_policy_init(&pol);
-	while (bpi_wait_loop(&pol, &fl->walk_wq, walk_ended, &w, -1) < 0)
-		; /* -EINTR: a signal; wait again */
+	wait_walk_end(fl);
+	return mine;
 }
 
 void bpi_flusher_open(struct bp_pipeline *p)
@@ -387,9 +402,21 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 
 	for (;;) {
 		if (c & CLAIM_BUSY) {
-			c = bpi_producer_wait_claim(pr, deadline);
-			if (c & CLAIM_BUSY)
+			/* without a deadline in slices, saying what it waits
+			 * for */
+			int64_t slice = bp_now_ns() + STALL_REPORT_NS;
+			bool sliced = deadline < 0 || deadline > slice;
+
+			c = bpi_producer_wait_claim(pr,
+						    sliced ? slice : deadline);
+			if ((c & CLAIM_BUSY) && !sliced)
 				return false; /* the deadline passed */
+			if (c & CLAIM_BUSY)
+				bpi_log(pr->p, BP_LOG_WARN,
+					"drain: a producer handle's owner is "
+					"still blocked in a submit (ingress "
+					"full: the workers are not taking "
+					"jobs)");
 		}
 		/* acquire: the previous claimer's slot reads first */
 		else if (atomic_compare_exchange_weak_explicit(
@@ -402,6 +429,13 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 	 * store is seen below (producer.c, closed_after_stage).
 	 */
 	bpi_barrier_all();
+	/*
+	 * A handle being destroyed: its owner keeps what its own flush could
+	 * not submit (bp_producer_destroy returns that error), so drain takes
+	 * none of it. relaxed: ordered by our claim's acquire after destroy's.
+	 */
+	if (atomic_load_explicit(&pr->retired, memory_order_relaxed))
+		submit = false;
 	/* acquire: the jobs below tail (pairs with the owner's release) */
 	atomic_store_explicit(
 		&pr->claim_end,
@@ -457,17 +491,36 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 			return rc;
 		}
 		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
-		/* room comes from the workers: -ETIMEDOUT or a signal loop */
-		bpi_wait_loop(&p->cfg.producer_wait,
-			      bpi_ring_not_full(p->ingress), ingress_room,
-			      p->ingress, left);
+		/*
+		 * Room comes from the workers. Without a deadline, wait in
+		 * slices and say what drain waits for, never silently.
+		 */
+		if (deadline < 0 || left > STALL_REPORT_NS)
+			left = STALL_REPORT_NS;
+		if (bpi_wait_loop(&p->cfg.producer_wait,
+				  bpi_ring_not_full(p->ingress), ingress_room,
+				  p->ingress, left) == -ETIMEDOUT &&
+		    left == STALL_REPORT_NS)
+			bpi_log(p, BP_LOG_WARN,
+				"drain: %llu job(s) staged in a producer "
+				"handle still wait for room in ingress (the "
+				"workers are not taking jobs)",
+				(unsigned long long)(end - h - done));
 	}
 }
 
+/*
+ * Drain's part of the handles. The registry lock is held only to close the
+ * registry and to take or give back the handles (pinned: a destroy meanwhile
+ * unlinks the handle and leaves its free to the unpin here), never across
+ * a wait: a stage or sink callback that creates or destroys a handle during
+ * drain must not wait for a drain that waits for it.
+ */
 int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 {
 	struct bpi_flusher *fl = &p->fl;
-	struct bp_producer *pr;
+	struct bp_producer *pr, **all;
+	unsigned n = 0, k;
 	int ret = 0;
 
 	reg_lock(fl);
@@ -475,10 +528,28 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		reg_unlock(fl);
 		return 0;
 	}
-	fl->closed = true;
-	/* close every handle first, then submit: no claim held meanwhile */
+	fl->closed = true; /* handles created from now on are born closed */
+	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
+	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed))
+		n++;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all) {
+		reg_unlock(fl);
+		bpi_log(p, BP_LOG_ERROR,
+			"drain: no memory to take the producer handles: their "
+			"staged jobs stay staged");
+		return -ENOMEM;
+	}
+	n = 0;
 	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
 	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
+		pr->drain_pins++;
+		all[n++] = pr;
+	}
+	reg_unlock(fl);
+	/* close every handle first, then submit: no claim held meanwhile */
+	for (unsigned i = 0; i < n; i++) {
+		pr = all[i];
 		pr->drain_claimed = close_handle(pr, deadline, true);
 		if (!pr->drain_claimed) {
 			/*
@@ -493,18 +564,31 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 			ret = -ETIMEDOUT;
 		}
 	}
-	for (pr = atomic_load_explicit(&fl->handles, memory_order_relaxed); pr;
-	     pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
-		int rc = pr->drain_claimed ? drain_handle(p, pr, deadline) : 0;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = all[i]->drain_claimed
+				 ? drain_handle(p, all[i], deadline)
+				 : 0;
 
 		ret = ret ? ret : rc;
 	}
+	reg_lock(fl);
+	k = 0; /* keep those destroyed meanwhile: ours to free */
+	for (unsigned i = 0; i < n; i++)
+		if (--all[i]->drain_pins == 0 && all[i]->free_on_unpin)
+			all[k++] = all[i];
 	if (fl->started) {
 		/* release: pairs with the flusher's acquire of stop */
 		atomic_store_explicit(&fl->stop, 1, memory_order_release);
 		bpi_waitq_wake_all_slow(&fl->wq);
 	}
 	reg_unlock(fl);
+	if (k) {
+		wait_walk_end(
+			fl); /* unlinked before: no walk sees them after */
+		for (unsigned i = 0; i < k; i++)
+			bpi_producer_free(all[i]);
+	}
+	free(all);
 	return ret;
 }
 

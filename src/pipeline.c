@@ -486,13 +486,6 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 /* ----------------------------------------------------- drain, abort, destroy
  */
 
-/*
- * A stopper that waits without a limit (bp_pipeline_drain, destroy) says
- * what it still waits for this often: a stage that never completes a job
- * shows up in the log instead of as a silent hang.
- */
-#define STALL_REPORT_NS INT64_C(10000000000)
-
 void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited)
 {
 	/* release: the stopper that sees it (acquire) joins, then may free */

@@ -149,6 +149,9 @@ struct bp_pipeline {
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 };
 
+/* A stopper waiting without a deadline says what it waits for this often. */
+#define STALL_REPORT_NS INT64_C(10000000000)
+
 void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
 	     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -93,8 +93,9 @@ static int claim_free(void *arg)
 uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
 {
 	/*
-	 * A claim in progress is a blocking submit of the flusher, drain or
-	 * owner: it ends as soon as ingress has room. -EINTR is a signal, not
+	 * A claim in progress is the owner's blocking submit (it ends as soon
+	 * as ingress has room) or a flusher's or drain's slice, which never
+	 * waits. -EINTR is a signal, not
 	 * the end of the claim: wait again. At the deadline (a drain with a
 	 * timeout) the word is returned still busy.
 	 */
@@ -135,12 +136,23 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 			c = bpi_producer_wait_claim(pr, -1);
 			continue;
 		}
-		if (c & CLAIM_CLOSED)
+		if (c & CLAIM_CLOSED) {
 			/* relaxed: ordered by the acquire of c (its release) */
-			return atomic_load_explicit(&pr->claim_end,
-						    memory_order_relaxed) >= t
-				       ? 0 /* drain submits them all */
-				       : -EPIPE;
+			uint64_t end = atomic_load_explicit(
+				&pr->claim_end, memory_order_relaxed);
+
+			if (end >= t)
+				return 0; /* drain submits them all */
+			if (unstage_last && end < t)
+				/*
+				 * The job just staged (t - 1) is not drain's:
+				 * take it back, the caller is told it was not
+				 * taken. relaxed: as in closed_after_stage.
+				 */
+				atomic_store_explicit(&pr->tail, t - 1,
+						      memory_order_relaxed);
+			return -EPIPE;
+		}
 		if (bpi_claim_head(c) == t)
 			return 0; /* nothing staged */
 		/* acquire: the previous claimer's slot reads come first */
@@ -299,6 +311,13 @@ static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 
 	saw_head(pr, bpi_claim_head(c));
 	pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
+	/*
+	 * Closed: a new job could only be refused, and the slots below
+	 * claim_end may still be drain's to read: no room, whatever a flush
+	 * would say about the jobs already staged.
+	 */
+	if (c & CLAIM_CLOSED)
+		return -EPIPE;
 	return t == pr->room_end ? own_flush(pr, true, false) : 0;
 }
 
@@ -391,7 +410,7 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 			  h);
 }
 
-static void free_handle(struct bp_producer *pr)
+void bpi_producer_free(struct bp_producer *pr)
 {
 	free(pr->slots);
 	free(pr->stage_ns);
@@ -424,7 +443,7 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 	pr->fence = __atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED);
 	rc = pr->slots && pr->stage_ns ? bpi_flusher_add(p, pr) : -ENOMEM;
 	if (rc) {
-		free_handle(pr);
+		bpi_producer_free(pr);
 		return rc;
 	}
 	*out = pr;
@@ -444,8 +463,8 @@ int bp_producer_destroy(struct bp_producer *pr)
 	 */
 	atomic_store_explicit(&pr->retired, 1, memory_order_relaxed);
 	rc = bp_producer_flush(pr);
-	if (!pr->detached)
-		bpi_flusher_remove(pr->p, pr);
-	free_handle(pr);
+	/* a drain holding the handle frees it when it is done with it */
+	if (pr->detached || bpi_flusher_remove(pr->p, pr))
+		bpi_producer_free(pr);
 	return rc < 0 ? rc : 0;
 }

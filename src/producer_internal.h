@@ -57,7 +57,10 @@ struct bp_producer {
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
 	_Atomic int retired;	    /* being destroyed: the flusher keeps off */
 	bool detached;		    /* its pipeline was destroyed first */
-	bool drain_claimed; /* under the registry lock: drain's claim holds */
+	bool drain_claimed;  /* the stopper's: drain closed and submits it */
+	unsigned drain_pins; /* under the registry lock: drain is using it */
+	bool free_on_unpin;  /* under the registry lock: destroyed, drain frees
+			      */
 	struct bpi_waitq claim_wq;   /* waiters for CLAIM_BUSY to clear */
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
@@ -105,6 +108,9 @@ uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline);
 
 /* Registry (flusher.c): add starts the flusher with the first handle. */
 int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr);
-void bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr);
+/* Unlink pr; returns whether the caller frees it (false: drain will). */
+bool bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr);
+/* Free a handle's memory (drain, for one destroyed while it held it). */
+void bpi_producer_free(struct bp_producer *pr);
 
 #endif

@@ -299,8 +299,10 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
  * the caller ordering the hand-over); the flusher is the library's. The
  * owner pays no lock and no atomic read-modify-write per job. Destroy
  * handles before their pipeline: bp_pipeline_destroy logs an error for each
- * handle left, closes it (its calls return -EPIPE, bp_producer_staged 0)
- * and bp_producer_destroy still frees it afterwards.
+ * handle left, closes it (its calls return -EPIPE; bp_producer_staged says
+ * what a timed-out drain left in it) and bp_producer_destroy still frees it
+ * afterwards. Handles may be created and destroyed from any thread, stage
+ * and sink callbacks included, also while a drain runs.
  */
 struct bp_producer;
 
@@ -319,18 +321,16 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out);
  * bp_producer_flush): -EINVAL (NULL handle or job, odd job pointer, or the
  * pipeline not started yet), -EPIPE (drain or abort has begun, or the
  * pipeline was destroyed), -EINTR (a signal interrupted a submit before it
- * took anything), -EDEADLK (from a stage or sink callback of this pipeline:
- * a submit found ingress full, or the flusher was submitting this handle's
- * jobs; logged). The owner thread only.
+ * took anything), -EDEADLK (from a stage or sink callback of this pipeline,
+ * a submit found ingress full; logged). The owner thread only.
  */
 int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
 /*
  * Submit everything staged (blocking; waits for a flush of the flusher in
- * progress, then submits what is left). Returns 0 (nothing left staged),
- * -EINVAL (NULL), or bp_pipeline_submit's errors (-EPIPE, -EINTR,
- * -EDEADLK; also -EDEADLK from a callback of this pipeline while the
- * flusher submits this handle's jobs, which may wait for this very thread):
- * the jobs not accepted stay staged, in order. The owner thread only.
+ * progress, which never waits itself, then submits what is left). Returns
+ * 0 (nothing left staged), -EINVAL (NULL), or bp_pipeline_submit's errors
+ * (-EPIPE, -EINTR, -EDEADLK): the jobs not accepted stay staged, in order.
+ * The owner thread only.
  */
 int bp_producer_flush(struct bp_producer *pr);
 /*

@@ -687,6 +687,71 @@ static void test_timed_out_handle_closed(void **unused)
 	bp_producer_destroy(pr);
 }
 
+/*
+ * The sink creates and destroys a handle while drain waits for room in
+ * ingress to submit another handle's staged jobs: drain holds no lock
+ * across that wait, so both return (create spun for ever on the registry
+ * lock drain held, and drain waited for the sink).
+ */
+static struct bp_pipeline *reg_p;
+static atomic_bool reg_draining, reg_created;
+static atomic_int reg_create_rc = 1;
+static atomic_uint reg_jobs;
+
+static void reg_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	struct bp_producer *x;
+
+	(void)ctx;
+	(void)jobs;
+	atomic_fetch_add(&reg_jobs, n);
+	if (!atomic_load(&reg_draining) || atomic_exchange(&reg_created, true))
+		return;
+	pt_sleep_ns(100000000); /* drain fills ingress and waits for room */
+	atomic_store(&reg_create_rc, bp_producer_create(reg_p, &x));
+	if (atomic_load(&reg_create_rc) == 0 && bp_producer_destroy(x) != 0)
+		pt_fail("sink: destroying its handle");
+}
+
+static void test_handle_created_in_sink_during_drain(void **unused)
+{
+	static struct pjob jobs[200];
+	struct bp_pipeline_config c;
+	struct bp_producer *pr;
+
+	(void)unused;
+	atomic_store(&reg_draining, false);
+	atomic_store(&reg_created, false);
+	jobs_init(jobs, 200, MAX_HANDLES);
+	bp_pipeline_config_init(&c);
+	c.stage = &stage;
+	c.sink = reg_sink;
+	c.log = log_fn;
+	c.log_ctx = &logs;
+	c.workers = 1;
+	c.ingress_capacity = 4;
+	c.egress_capacity = 1;
+	c.max_batch = 4;
+	c.max_inflight = 256;
+	c.flush_deadline_ns = 10000000000ull; /* only drain submits them */
+	assert_int_equal(bp_pipeline_create(&c, &reg_p), 0);
+	assert_int_equal(bp_pipeline_start(reg_p), 0);
+	/* a batch larger than what is staged keeps it all staged */
+	assert_int_equal(bp_pipeline_set_max_batch(reg_p, 250), 0);
+	assert_int_equal(bp_producer_create(reg_p, &pr), 0);
+	for (unsigned i = 0; i < 200; i++)
+		assert_int_equal(bp_producer_submit(pr, &jobs[i].hdr), 0);
+	pt_watchdog_arm(60, "drain while the sink creates a handle");
+	atomic_store(&reg_draining, true);
+	assert_int_equal(bp_pipeline_drain(reg_p), 0);
+	pt_watchdog_disarm();
+	assert_int_equal(atomic_load(&reg_jobs), 200);
+	/* created during drain: born closed, but created */
+	assert_int_equal(atomic_load(&reg_create_rc), 0);
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	bp_pipeline_destroy(reg_p);
+}
+
 static unsigned rnd(unsigned *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -886,6 +951,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_start_races_owner),
 		cmocka_unit_test(test_handle_in_sink),
 		cmocka_unit_test(test_timed_out_handle_closed),
+		cmocka_unit_test(test_handle_created_in_sink_during_drain),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "stress") == 0)
