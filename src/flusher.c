@@ -51,11 +51,6 @@ static void reg_unlock(struct bpi_flusher *fl)
 
 /* ----------------------------------------------------------- the walk */
 
-static int64_t add_sat(int64_t t, uint64_t ns)
-{
-	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
-}
-
 /*
  * Submit what a claim (taken with head h) covers as far as ingress has room,
  * then end the claim. Returns whether ingress was full: the rest stays
@@ -149,9 +144,10 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		 * acquire: orders the re-read after it (pairs with the
 		 * owner's release of the time).
 		 */
-		due = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
-						   memory_order_acquire),
-			      deadline_ns);
+		due = bpi_add_sat(
+			atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+					     memory_order_acquire),
+			deadline_ns);
 		/* relaxed: ordered by the acquire above */
 		if (atomic_load_explicit(&pr->claim, memory_order_relaxed) !=
 		    c) {

@@ -15,11 +15,6 @@
 #include "producer_internal.h"
 #include "wait_internal.h"
 
-static inline int64_t add_sat(int64_t t, uint64_t ns)
-{
-	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
-}
-
 /* The owner's view of head, and where the buffer is full from it. */
 static inline void saw_head(struct bp_producer *pr, uint64_t h)
 {
@@ -199,7 +194,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 static void announce_batch(struct bp_pipeline *p, int64_t now,
 			   uint64_t deadline_ns)
 {
-	int64_t due = add_sat(now, deadline_ns);
+	int64_t due = bpi_add_sat(now, deadline_ns);
 
 	/*
 	 * Dekker with the flusher going to sleep (store sleep_until, arm,
@@ -290,9 +285,10 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 	pr->batch_end = h + atomic_load_explicit(&p->live_max_batch,
 						 memory_order_relaxed);
 	/* relaxed: the owner's own store */
-	pr->due_ns = add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
-						  memory_order_relaxed),
-			     deadline_ns);
+	pr->due_ns =
+		bpi_add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+						 memory_order_relaxed),
+			    deadline_ns);
 	if (t + 1 >= pr->batch_end)
 		return own_flush(pr, false, true);
 	if (now >= pr->due_ns)

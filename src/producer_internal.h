@@ -66,6 +66,12 @@ struct bp_producer {
 	_Atomic(struct bp_producer *) next;
 };
 
+/* t + ns, saturated at INT64_MAX (a deadline that never comes). */
+static inline int64_t bpi_add_sat(int64_t t, uint64_t ns)
+{
+	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
+}
+
 static inline uint64_t bpi_claim_head(uint64_t c)
 {
 	return c >> CLAIM_SHIFT;
