@@ -372,22 +372,34 @@ static void test_drain_timeout_reports(void **unused)
 	assert_int_equal(pt_failures(), 0);
 }
 
+/*
+ * A fresh pipeline of one worker whose stage holds every job it takes
+ * (f->hold set before start), with n jobs of j initialised and `submit` of
+ * them submitted.
+ */
+static void start_holding(struct fix *f, const struct bp_stage *st,
+			  struct tjob *j, unsigned n, unsigned submit)
+{
+	struct bp_pipeline_config c;
+
+	fix_init(f);
+	logs_reset();
+	tjobs_init(j, n);
+	base_config(&c, f, st);
+	atomic_store(&f->hold, 1);
+	make(&c, f);
+	submit_all(f->p, j, submit);
+}
+
 /* After a timed-out drain, abort gives the cancel callback its chance. */
 static void test_drain_timeout_then_abort(void **unused)
 {
-	struct bp_pipeline_config c;
 	struct fix f;
 	struct tjob j[4];
 
 	(void)unused;
 	pt_watchdog_arm(60, "test_drain_timeout_then_abort");
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 4);
-	base_config(&c, &f, &hold_stage);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 4);
+	start_holding(&f, &hold_stage, j, 4, 4);
 	assert_int_equal(bp_pipeline_drain_timeout(f.p, 50 * MS), -ETIMEDOUT);
 	assert_int_equal(atomic_load(&f.cancels), 0);
 	assert_int_equal(bp_pipeline_abort(f.p), 0);
@@ -402,19 +414,12 @@ static void test_drain_timeout_then_abort(void **unused)
 /* destroy after a timed-out drain aborts (and so finishes) and frees. */
 static void test_destroy_after_timeout_aborts(void **unused)
 {
-	struct bp_pipeline_config c;
 	struct fix f;
 	struct tjob j[3];
 
 	(void)unused;
 	pt_watchdog_arm(60, "test_destroy_after_timeout_aborts");
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 3);
-	base_config(&c, &f, &hold_stage);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 3);
+	start_holding(&f, &hold_stage, j, 3, 3);
 	assert_int_equal(bp_pipeline_drain_timeout(f.p, 20 * MS), -ETIMEDOUT);
 	bp_pipeline_destroy(f.p);
 	assert_true(logged("bp_pipeline_destroy: a drain timed out before: "
@@ -466,20 +471,13 @@ static void stopper_go(struct stopper *s, struct bp_pipeline *p,
  */
 static void test_concurrent_stoppers(void **unused)
 {
-	struct bp_pipeline_config c;
 	struct fix f;
 	struct tjob j[6];
 	struct stopper a, b, d;
 
 	(void)unused;
 	pt_watchdog_arm(60, "test_concurrent_stoppers");
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 6);
-	base_config(&c, &f, &hold_stage);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 6);
+	start_holding(&f, &hold_stage, j, 6, 6);
 	/* main joins first, gives up; then a drain without a limit takes over
 	 */
 	assert_int_equal(bp_pipeline_drain_timeout(f.p, 30 * MS), -ETIMEDOUT);
@@ -512,20 +510,13 @@ static void test_concurrent_stoppers(void **unused)
  */
 static void test_abort_rescues_drain(void **unused)
 {
-	struct bp_pipeline_config c;
 	struct fix f;
 	struct tjob j[3];
 	struct stopper a, b;
 
 	(void)unused;
 	pt_watchdog_arm(60, "test_abort_rescues_drain");
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 3);
-	base_config(&c, &f, &hold_stage);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 3);
+	start_holding(&f, &hold_stage, j, 3, 3);
 	assert_true(wait_taken(f.p, 3, 10000)); /* so cancel has them */
 	stopper_go(&a, f.p, -1);
 	stopper_go(&b, f.p, 20 * MS);
@@ -545,20 +536,13 @@ static void test_abort_rescues_drain(void **unused)
 /* A stage without cancel: abort cannot help, abort's own waits go on. */
 static void test_timeout_without_cancel(void **unused)
 {
-	struct bp_pipeline_config c;
 	struct fix f;
 	struct tjob j[2];
 	struct stopper a;
 
 	(void)unused;
 	pt_watchdog_arm(60, "test_timeout_without_cancel");
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 2);
-	base_config(&c, &f, &hold_stage_nocancel);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 2);
+	start_holding(&f, &hold_stage_nocancel, j, 2, 2);
 	/* taken before the abort: jobs taken after it are cancelled at once */
 	assert_true(wait_taken(f.p, 2, 10000));
 	stopper_go(&a, f.p, INT64_MIN); /* abort, in the background */
@@ -1160,13 +1144,7 @@ static void test_live_after_stop(void **unused)
 		bp_pipeline_destroy(f.p);
 	}
 	/* a stop that has begun but not finished: -EPIPE already */
-	fix_init(&f);
-	logs_reset();
-	tjobs_init(j, 4);
-	base_config(&c, &f, &hold_stage);
-	atomic_store(&f.hold, 1);
-	make(&c, &f);
-	submit_all(f.p, j, 1);
+	start_holding(&f, &hold_stage, j, 4, 1);
 	assert_int_equal(bp_pipeline_drain_timeout(f.p, 10 * MS), -ETIMEDOUT);
 	assert_live_changes(f.p, -EPIPE);
 	atomic_store(&f.release, 1);
