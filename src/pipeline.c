@@ -521,6 +521,7 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 			 const char *who, const char *what)
 {
 	uint64_t handed = 0, queued = 0, delivered, window;
+	unsigned running = 0;
 
 	bpi_log(p, lvl, "%s: %s; intake is closed, still waiting for:", who,
 		what);
@@ -541,6 +542,17 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 			who, i, (unsigned long long)taken,
 			(unsigned long long)done, (unsigned long long)h,
 			(unsigned long long)(taken > done ? taken - done : 0));
+		running++;
+	}
+	if (running && p->stage.stall_report) {
+		char buf[1024];
+		int n = p->stage.stall_report(p->cfg.stage_ctx, buf,
+					      sizeof(buf));
+
+		if (n > 0)
+			bpi_log(p, lvl, "%s: stage %s: %s%s", who,
+				p->stage.name ? p->stage.name : "(unnamed)",
+				buf, (size_t)n >= sizeof(buf) ? "..." : "");
 	}
 	/* acquire: pairs with bpi_thread_exited's release */
 	if (atomic_load_explicit(&p->sink_exited, memory_order_acquire))

@@ -34,6 +34,8 @@ _Static_assert(offsetof(struct bp_pipeline_config, reserved_) == 160,
 _Static_assert(sizeof(struct bp_pipeline_stats) == 2304,
 	       "struct bp_pipeline_stats size");
 _Static_assert(sizeof(struct bp_stage) == 88, "struct bp_stage size");
+_Static_assert(offsetof(struct bp_stage, stall_report) == 56,
+	       "bp_stage.stall_report");
 #endif
 
 static int failed;

@@ -290,6 +290,18 @@ int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s);
 
 /*
+ * Whether a worker is stuck inside the provider: *calls gets a count that
+ * worker advances on entering and on leaving each stage callback that
+ * calls the provider (posts, CQ reads, endpoint resets), odd while it is
+ * inside one. The same odd count read twice, t apart, means one call has
+ * not returned for t: a drain waits for it without end (see docs/api/
+ * rdma.md, "When a peer dies"). The pipeline's stall reports say the same.
+ * Any thread. Returns 0 and *calls, or -EINVAL.
+ */
+int bp_rdma_worker_calls(const struct bp_rdma *r, unsigned worker,
+			 uint64_t *calls);
+
+/*
  * The stage's statistics as one JSON object, {"provider":..,"workers":[
  * {"rails":[{..}]}]}: snprintf rules (the length needed; truncates).
  */

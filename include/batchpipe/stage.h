@@ -63,11 +63,19 @@ struct bp_stage {
 	 */
 	int (*stats_json)(void *stage_ctx, char *buf, size_t size);
 	/*
+	 * optional: what the stage's jobs wait for, as text (snprintf rules;
+	 * 0: nothing to say). A stopper that waits for the workers logs it
+	 * with its own report: every 10 s of a drain or abort without a
+	 * deadline, and when drain_timeout expires. Called on the stopper's
+	 * thread while the workers run; stage_ctx as for stats_json.
+	 */
+	int (*stall_report)(void *stage_ctx, char *buf, size_t size);
+	/*
 	 * Room for callbacks of later versions (the table is the caller's,
 	 * copied at create): must be NULL, or bp_pipeline_create returns
 	 * -EINVAL (logged). Designated initializers leave it NULL.
 	 */
-	void (*reserved_[4])(void);
+	void (*reserved_[3])(void);
 };
 
 /*

@@ -202,6 +202,13 @@ struct bpi_worker {
 	fi_addr_t *baddr;
 	void **bdesc;
 	struct bpi_rail rails[BP_RDMA_MAX_RAILS];
+	/* entries into and exits from the callbacks that call the provider,
+	 * written by the worker: odd while it is inside one (stall.c) */
+	bp_counter calls;
+	/* the last stall report's sight of a call that had not returned:
+	 * its count and since when (stall.c; the reporter's alone) */
+	_Atomic uint64_t seen_calls;
+	_Atomic int64_t seen_ns;
 };
 
 struct bp_rdma {
@@ -222,5 +229,9 @@ struct bp_rdma {
 	_Atomic int started; /* workers between init and fini: they own the
 				domains */
 };
+
+/* The stage's stall_report callback (stall.c): who is stuck in the
+ * provider. Sleeps 20 ms to look twice. */
+int bpi_rdma_stall_report(void *ctx, char *buf, size_t size);
 
 #endif

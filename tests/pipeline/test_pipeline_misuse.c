@@ -4,7 +4,8 @@
  * hang, a crash, a lost or a doubled job:
  *
  *   - a stage that never completes a job: bp_pipeline_drain_timeout returns
- *     -ETIMEDOUT and logs who holds what; drain, abort or destroy continue
+ *     -ETIMEDOUT and logs who holds what (and the stage's stall_report);
+ *     drain, abort or destroy continue
  *     from there; several stoppers at once, with and without timeouts;
  *   - a job completed twice: refused by the worker (or, with ordered
  *     output, by the sink), never delivered twice;
@@ -275,6 +276,16 @@ static void hold_cancel(void *state, struct bp_worker *w)
 	hold_complete_all(state, w, BP_JOB_CANCELLED);
 }
 
+/* What the stage's jobs wait for: the stopper logs it with its report. */
+static int hold_stall_report(void *ctx, char *buf, size_t size)
+{
+	struct fix *f = ctx;
+
+	if (!atomic_load(&f->hold) || atomic_load(&f->release))
+		return 0;
+	return snprintf(buf, size, "the test holds the jobs");
+}
+
 static const struct bp_stage hold_stage = {
 	.name = "hold",
 	.init = hold_init,
@@ -282,6 +293,7 @@ static const struct bp_stage hold_stage = {
 	.poll = hold_poll,
 	.cancel = hold_cancel,
 	.fini = hold_fini,
+	.stall_report = hold_stall_report,
 };
 
 /* The same without a cancel callback: abort cannot make it let go. */
@@ -354,6 +366,9 @@ static void test_drain_timeout_reports(void **unused)
 	assert_true(logged("worker 0: took 5 jobs, completed 2, handed 2 to "
 			   "the sink: 3 still in the stage"));
 	assert_true(logged("sink: waiting for the workers: delivered 2 of 5"));
+	/* the stage's own words, after the worker lines */
+	assert_true(logged("bp_pipeline_drain: stage hold: the test holds the "
+			   "jobs"));
 	/* intake stays closed */
 	struct bp_job *jp = &f.extra[0].hdr;
 
@@ -548,6 +563,7 @@ static void test_timeout_without_cancel(void **unused)
 	stopper_go(&a, f.p, INT64_MIN); /* abort, in the background */
 	assert_int_equal(bp_pipeline_drain_timeout(f.p, 30 * MS), -ETIMEDOUT);
 	assert_int_equal(atomic_load(&a.done), 0);
+	assert_false(logged("stage hold-nocancel")); /* no stall_report */
 	atomic_store(&f.release, 1); /* the stage completes them after all */
 	assert_true(wait_until(&a.done, 1, 20000));
 	assert_int_equal(atomic_load(&a.rc), 0);

@@ -19,6 +19,12 @@
  *   stats                rail_stats out of range -EINVAL; stats_json
  *                        follows snprintf rules
  *   node                 create / expose / progress with bad input
+ *   stall watch          a worker held inside the stage (its prepare
+ *                        callback blocks): bp_rdma_worker_calls reads the
+ *                        same odd count twice; the stage's stall_report
+ *                        names the worker and a duration that grows between
+ *                        reports; drain_timeout's log carries it; released,
+ *                        the job completes and the counts are even again
  */
 #include "st_common.h"
 
@@ -362,6 +368,147 @@ static void test_node(void)
 	free(buf);
 }
 
+/* ------------------------------------------------------- stall watch */
+
+struct hold {
+	atomic_int entered, release; /* set by the prepare / by main */
+};
+
+/* Holds the worker inside the stage until main releases it. */
+static int holding_prepare(void *ctx, struct bp_rdma_job *job)
+{
+	struct hold *h = ctx;
+
+	(void)job;
+	/* release/acquire: main's watch sees the worker inside */
+	atomic_store_explicit(&h->entered, 1, memory_order_release);
+	while (!atomic_load_explicit(&h->release, memory_order_acquire))
+		bpt_sleep_ms(1);
+	return 0;
+}
+
+/* The worker whose count is odd, or -1. */
+static int worker_inside(const struct st_fix *f, uint64_t *calls)
+{
+	for (unsigned w = 0; w < f->workers; w++) {
+		int rc = bp_rdma_worker_calls(f->r, w, calls);
+
+		ST_CHECK(rc == 0, "bp_rdma_worker_calls(%u): %d", w, rc);
+		if (!rc && (*calls & 1))
+			return (int)w;
+	}
+	return -1;
+}
+
+/* The seconds a stall report gives worker w, or -1 if it names none. */
+static double report_secs(const char *rep, int w)
+{
+	char needle[64];
+	const char *at;
+	double secs;
+
+	snprintf(needle, sizeof(needle),
+		 "worker %d has been inside one provider call for at least ",
+		 w);
+	at = strstr(rep, needle);
+	if (!at || sscanf(at + strlen(needle), "%lf", &secs) != 1)
+		return -1;
+	return secs;
+}
+
+static void test_stall(void)
+{
+	struct st_fix f;
+	struct bp_rdma_config c;
+	struct hold h = {0};
+	struct st_job job;
+	const struct bp_stage *stage;
+	char rep[512], line[256];
+	uint64_t c1, c2, calls;
+	double s1, s2;
+	int w, rc, n;
+	uint8_t *src = st_alloc(4096);
+
+	if (st_node_open(&f, prov, 1, 1 << 16))
+		exit(1);
+	st_rdma_config(&f, &c);
+	c.prepare = holding_prepare;
+	c.prepare_ctx = &h;
+	if (st_stage_open(&f, &c, NULL))
+		exit(1);
+	stage = bp_rdma_stage(f.r);
+	ST_CHECK(stage->stall_report != NULL, "the stage has no stall_report");
+	if (!stage->stall_report) {
+		st_close(&f);
+		free(src);
+		return;
+	}
+	ST_CHECK(bp_rdma_worker_calls(NULL, 0, &calls) == -EINVAL,
+		 "worker_calls NULL r");
+	ST_CHECK(bp_rdma_worker_calls(f.r, 0, NULL) == -EINVAL,
+		 "worker_calls NULL calls");
+	ST_CHECK(bp_rdma_worker_calls(f.r, f.workers, &calls) == -EINVAL,
+		 "worker_calls past the workers");
+	ST_CHECK(worker_inside(&f, &calls) < 0, "a worker inside before start");
+	n = stage->stall_report(f.r, rep, sizeof(rep));
+	ST_CHECK(n == 0 && rep[0] == '\0',
+		 "stall report before start: %d \"%s\"", n, rep);
+	if (st_start(&f))
+		exit(1);
+
+	st_jobs_init(&job, 1);
+	bp_rdma_job_set(&job.rj, BP_RDMA_WRITE, (uint32_t)f.peer, src, 4096, 0);
+	ST_CHECK(st_submit(&f, &job, 1) == 1, "submit");
+	/* acquire: pairs with the prepare's release */
+	while (!atomic_load_explicit(&h.entered, memory_order_acquire))
+		bpt_sleep_ms(1);
+
+	w = worker_inside(&f, &c1);
+	ST_CHECK(w >= 0, "no worker's count is odd while one is held");
+	bpt_sleep_ms(50);
+	ST_CHECK(worker_inside(&f, &c2) == w && c2 == c1,
+		 "worker %d's count moved while it was held (%" PRIu64
+		 " -> %" PRIu64 ")",
+		 w, c1, c2);
+
+	n = stage->stall_report(f.r, rep, sizeof(rep));
+	s1 = report_secs(rep, w);
+	ST_CHECK(n > 0 && (size_t)n == strlen(rep) && s1 >= 0.015,
+		 "first stall report: %d \"%s\"", n, rep);
+	ST_CHECK(strstr(rep, "cannot be interrupted") != NULL,
+		 "the stall report does not say why it matters: \"%s\"", rep);
+	ST_CHECK(stage->stall_report(f.r, rep, 8) == n,
+		 "a short buffer does not get the length needed");
+	bpt_sleep_ms(200);
+	stage->stall_report(f.r, rep, sizeof(rep));
+	s2 = report_secs(rep, w);
+	ST_CHECK(s2 >= s1 + 0.19,
+		 "the second report does not count from the first sight: "
+		 "%.2f s then %.2f s (\"%s\")",
+		 s1, s2, rep);
+
+	st_log_clear();
+	rc = bp_pipeline_drain_timeout(f.p, 100 * 1000000ll);
+	ST_CHECK(rc == -ETIMEDOUT, "drain_timeout with a held worker: %s",
+		 bp_strerror(rc));
+	ST_CHECK(st_log_find(line, sizeof(line), "stage rdma: worker",
+			     "inside one provider call", NULL),
+		 "drain_timeout's log does not carry the stage's stall report");
+
+	/* release: pairs with the prepare's acquire */
+	atomic_store_explicit(&h.release, 1, memory_order_release);
+	rc = bp_pipeline_drain(f.p);
+	ST_CHECK(rc == 0, "drain after the release: %s", bp_strerror(rc));
+	ST_CHECK(job.status == BP_JOB_OK, "the held job: status %d",
+		 job.status);
+	ST_CHECK(worker_inside(&f, &calls) < 0,
+		 "a worker's count is odd after drain");
+	n = stage->stall_report(f.r, rep, sizeof(rep));
+	ST_CHECK(n == 0, "stall report after drain: \"%s\"", rep);
+	st_close(&f);
+	free(src);
+}
+
 int main(int argc, char **argv)
 {
 	struct st_fix f;
@@ -379,6 +526,7 @@ int main(int argc, char **argv)
 		return 1;
 	test_peers_register(&f);
 	st_close(&f);
+	test_stall();
 	st_watchdog_off();
 	return st_result(name);
 }
