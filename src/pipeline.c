@@ -545,10 +545,11 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 		running++;
 	}
 	if (running && p->stage.stall_report) {
-		char buf[1024];
+		char buf[1024] = "";
 		int n = p->stage.stall_report(p->cfg.stage_ctx, buf,
 					      sizeof(buf));
 
+		buf[sizeof(buf) - 1] = '\0'; /* whatever the stage wrote */
 		if (n > 0)
 			bpi_log(p, lvl, "%s: stage %s: %s%s", who,
 				p->stage.name ? p->stage.name : "(unnamed)",

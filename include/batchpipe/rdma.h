@@ -290,16 +290,19 @@ int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s);
 
 /*
- * Whether a worker is stuck inside the provider: *calls gets a count that
- * worker advances on entering and on leaving each stage callback that
- * calls the provider (posts, CQ reads, endpoint resets), odd while it is
- * inside one. The same odd count read twice, t apart, means one call has
- * not returned for t: a drain waits for it without end (see docs/api/
- * rdma.md, "When a peer dies"). The pipeline's stall reports say the same.
- * Any thread. Returns 0 and *calls, or -EINVAL.
+ * Whether a worker is stuck in a call out of the stage's own code: *calls
+ * gets a count that worker advances on entering and on leaving each
+ * provider call (posts, CQ reads, fi_trywait, AV inserts, registrations,
+ * endpoint reopens) and each call of prepare, odd while it is inside one;
+ * *site (if not NULL) that call's name ("fi_writemsg", "fi_cq_read",
+ * "prepare", ...; NULL before the first). The same odd count read twice, t
+ * apart, means one call has not returned for t: a drain waits for it
+ * without end (docs/api/rdma.md, "When a peer dies"). The stage's
+ * stall_report says the same in the pipeline's stall reports. Any thread.
+ * Returns 0, or -EINVAL (r or calls NULL, worker out of range).
  */
 int bp_rdma_worker_calls(const struct bp_rdma *r, unsigned worker,
-			 uint64_t *calls);
+			 uint64_t *calls, const char **site);
 
 /*
  * The stage's statistics as one JSON object, {"provider":..,"workers":[

@@ -17,8 +17,9 @@
  * never takes more than max_inflight jobs at once; that is the pipeline's
  * backpressure.
  *
- * All callbacks but stats_json run on the worker's own thread; none may
- * block for long (poll is called again as long as jobs are in flight).
+ * All callbacks but stats_json and stall_report run on the worker's own
+ * thread; none may block for long (poll is called again as long as jobs
+ * are in flight).
  */
 #ifndef BATCHPIPE_STAGE_H
 #define BATCHPIPE_STAGE_H
@@ -63,11 +64,12 @@ struct bp_stage {
 	 */
 	int (*stats_json)(void *stage_ctx, char *buf, size_t size);
 	/*
-	 * optional: what the stage's jobs wait for, as text (snprintf rules;
-	 * 0: nothing to say). A stopper that waits for the workers logs it
-	 * with its own report: every 10 s of a drain or abort without a
-	 * deadline, and when drain_timeout expires. Called on the stopper's
-	 * thread while the workers run; stage_ctx as for stats_json.
+	 * optional: what the stage's jobs wait for, as one line of text
+	 * (snprintf rules; 0: nothing to say). A stopper waiting for the
+	 * workers logs it with its own report: the one that joins, every 10 s
+	 * it waits, and drain_timeout when it expires. Called on the
+	 * stopper's thread while the workers run, possibly by two stoppers at
+	 * once; stage_ctx as for stats_json; must not wait for the workers.
 	 */
 	int (*stall_report)(void *stage_ctx, char *buf, size_t size);
 	/*

@@ -14,7 +14,7 @@
 
 #define BP_VERSION_MAJOR 0
 #define BP_VERSION_MINOR 1
-#define BP_VERSION_PATCH 0
+#define BP_VERSION_PATCH 1
 
 /* One comparable number: 0x00MMmmpp (each part below 256). */
 #define BP_VERSION_ENCODE(major, minor, patch)                                 \

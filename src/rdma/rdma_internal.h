@@ -202,14 +202,33 @@ struct bpi_worker {
 	fi_addr_t *baddr;
 	void **bdesc;
 	struct bpi_rail rails[BP_RDMA_MAX_RAILS];
-	/* entries into and exits from the callbacks that call the provider,
-	 * written by the worker: odd while it is inside one (stall.c) */
+	/* entries into and exits from calls out of the stage's own code
+	 * (provider calls, prepare), written by the worker: odd while it is
+	 * inside one, site says which (stage.c's out_enter, stall.c) */
 	bp_counter calls;
-	/* the last stall report's sight of a call that had not returned:
-	 * its count and since when (stall.c; the reporter's alone) */
+	_Atomic unsigned site; /* enum bpi_site */
+	/* a stall report's first sight of a call that had not returned: its
+	 * count and since when (stall.c) */
 	_Atomic uint64_t seen_calls;
 	_Atomic int64_t seen_ns;
 };
+
+/* The calls out of the stage's own code that the stall watch names. */
+enum bpi_site {
+	SITE_NONE = 0,
+	SITE_WRITE,	 /* fi_writemsg */
+	SITE_READ,	 /* fi_readmsg */
+	SITE_CQ_READ,	 /* fi_cq_read */
+	SITE_CQ_READERR, /* fi_cq_readerr */
+	SITE_TRYWAIT,	 /* fi_trywait */
+	SITE_AV_INSERT,	 /* fi_av_insert */
+	SITE_MR_REG,	 /* fi_mr_reg (a buffer's first use) */
+	SITE_REOPEN,	 /* a rail's endpoint reopened */
+	SITE_PREPARE,	 /* bp_rdma_config.prepare */
+	SITE_COUNT
+};
+
+#define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
 
 struct bp_rdma {
 	unsigned magic;		   /* checked by init: stage_ctx is one */
@@ -230,8 +249,8 @@ struct bp_rdma {
 				domains */
 };
 
-/* The stage's stall_report callback (stall.c): who is stuck in the
- * provider. Sleeps 20 ms to look twice. */
+/* The stage's stall_report callback (stall.c): which worker is stuck in
+ * one call out of the stage, and where. Sleeps 20 ms to look twice. */
 int bpi_rdma_stall_report(void *ctx, char *buf, size_t size);
 
 #endif

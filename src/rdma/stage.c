@@ -34,7 +34,6 @@
 
 #include "rdma_internal.h"
 
-#define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
 #define DONE_CAP       256
 
 /*
@@ -73,6 +72,29 @@ static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
 }
 
 /* Jobs the stage refuses before any provider call. */
+/*
+ * Around every call out of the stage's own code (provider calls, the
+ * prepare callback): calls is odd while the worker is inside, site says
+ * which. Three plain stores per call. The stall watch (stall.c) reads a
+ * call that stays inside: no later site store exists then, so the site it
+ * reads after its acquire of calls is that call's.
+ */
+static inline void out_enter(struct bpi_worker *ws, enum bpi_site site)
+{
+	/* relaxed: published by the release below */
+	atomic_store_explicit(&ws->site, (unsigned)site, memory_order_relaxed);
+	/* release: pairs with the stall watch's acquire of calls */
+	atomic_store_explicit(
+		&ws->calls,
+		atomic_load_explicit(&ws->calls, memory_order_relaxed) + 1,
+		memory_order_release);
+}
+
+static inline void out_leave(struct bpi_worker *ws)
+{
+	stat_add(&ws->calls, 1); /* even: back in the stage's code */
+}
+
 static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 {
 	const struct bpi_peer *pe;
@@ -147,16 +169,19 @@ static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
 }
 
 /* The peer's address in this rail's AV, inserted on first use. */
-static int peer_addr(struct bp_rdma *r, struct bpi_rail *rl, unsigned k,
+static int peer_addr(struct bp_rdma *r, struct bpi_worker *ws, unsigned k,
 		     uint32_t peer, fi_addr_t *out)
 {
+	struct bpi_rail *rl = &ws->rails[k];
 	fi_addr_t a = rl->peer_addr[peer];
 
 	if (a == FI_ADDR_NOTAVAIL) {
 		const struct bp_rdma_peer_desc *d = &r->peers[peer].desc;
-		int rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0,
-				      NULL);
+		int rc;
 
+		out_enter(ws, SITE_AV_INSERT);
+		rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0, NULL);
+		out_leave(ws);
 		if (rc != 1) {
 			bpi_rlog(&r->log, BP_LOG_ERROR,
 				 "rail %u: fi_av_insert of peer %u: %s", k,
@@ -187,10 +212,13 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 			uintptr_t end = (a + j->len + (uintptr_t)pg - 1) &
 					~(uintptr_t)(pg - 1);
 			struct fid_mr *mr;
-			int rc = bpi_fab_mr_reg(&rl->fab, (void *)base,
-						end - base, FI_READ | FI_WRITE,
-						NULL, &r->log, &mr);
+			int rc;
 
+			out_enter(ws, SITE_MR_REG);
+			rc = bpi_fab_mr_reg(&rl->fab, (void *)base, end - base,
+					    FI_READ | FI_WRITE, NULL, &r->log,
+					    &mr);
+			out_leave(ws);
 			if (rc)
 				return -EFAULT;
 			rc = bpi_mrcache_add(r->mrs, slot, base, end - base, mr,
@@ -301,10 +329,13 @@ static unsigned gather(struct bp_rdma *r, struct bpi_worker *ws,
 
 		if (rl->broken || peer_is_down(r, rl, j->peer))
 			rc = -EHOSTUNREACH;
-		else if (j->hdr.stage_word != PREPARED && r->cfg.prepare)
+		else if (j->hdr.stage_word != PREPARED && r->cfg.prepare) {
+			out_enter(ws, SITE_PREPARE);
 			rc = r->cfg.prepare(r->cfg.prepare_ctx, j);
+			out_leave(ws);
+		}
 		if (!rc)
-			rc = peer_addr(r, rl, k, j->peer, &ws->baddr[n]);
+			rc = peer_addr(r, ws, k, j->peer, &ws->baddr[n]);
 		ws->bdesc[n] = NULL;
 		if (!rc && r->mr_local)
 			rc = local_desc(r, ws, rl, k, j, &ws->bdesc[n]);
@@ -357,9 +388,14 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		if ((j->flags & BP_RDMA_JOB_DELIVERED) &&
 		    !r->completes_delivered)
 			flags |= FI_DELIVERY_COMPLETE;
-		rc = j->op == BP_RDMA_READ
-			     ? fi_readmsg(rl->fab.ep, &msg, flags)
-			     : fi_writemsg(rl->fab.ep, &msg, flags);
+		if (j->op == BP_RDMA_READ) {
+			out_enter(ws, SITE_READ);
+			rc = fi_readmsg(rl->fab.ep, &msg, flags);
+		} else {
+			out_enter(ws, SITE_WRITE);
+			rc = fi_writemsg(rl->fab.ep, &msg, flags);
+		}
+		out_leave(ws);
 		if (rc == -FI_EAGAIN) {
 			/* the rest goes back, in order, for the next pass:
 			 * that pass posts again, so ops posted with FI_MORE
@@ -416,7 +452,10 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	struct bp_rdma_job *j;
 	int rc;
 
-	if (fi_cq_readerr(rl->fab.cq, &err, 0) != 1 || !err.op_context)
+	out_enter(ws, SITE_CQ_READERR);
+	rc = (int)fi_cq_readerr(rl->fab.cq, &err, 0);
+	out_leave(ws);
+	if (rc != 1 || !err.op_context)
 		return false;
 	j = ctx_job(err.op_context);
 	bpi_rlog(&r->log, BP_LOG_ERROR,
@@ -467,9 +506,11 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 	if (event)
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
+	out_enter(ws, SITE_REOPEN);
 	rc = bpi_fab_reopen_ep(bpi_fab_rail_info(r->info, k),
 			       r->cfg.credits + r->cfg.reap_batch,
 			       r->cfg.max_peers, event, &r->log, &rl->fab);
+	out_leave(ws);
 	if (!rc && event) {
 		struct epoll_event ev = {.events = EPOLLIN};
 
@@ -520,7 +561,11 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 
 	/* bounded: a rail never has more than credits to reap */
 	for (unsigned pass = 0; pass <= r->cfg.credits; pass++) {
-		ssize_t n = fi_cq_read(rl->fab.cq, rl->cqe, B);
+		ssize_t n;
+
+		out_enter(ws, SITE_CQ_READ);
+		n = fi_cq_read(rl->fab.cq, rl->cqe, B);
+		out_leave(ws);
 
 		stat_add(&rl->st.cq_reads, 1);
 		if (n == -FI_EAGAIN) {
@@ -572,12 +617,16 @@ static void wait_event(struct bp_rdma *r, struct bpi_worker *ws)
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
 		struct fid *fid = &rl->fab.cq->fid;
+		int rc;
 
 		if (!rl->inflight)
 			continue;
+		out_enter(ws, SITE_TRYWAIT);
+		rc = fi_trywait(rl->fab.fabric, &fid, 1);
+		out_leave(ws);
 		/* not FI_SUCCESS: completions are there, or the provider must
 		 * make progress first: poll again instead of sleeping */
-		if (fi_trywait(rl->fab.fabric, &fid, 1) != FI_SUCCESS)
+		if (rc != FI_SUCCESS)
 			return;
 	}
 	epoll_pwait2(ws->epfd, ev, BP_RDMA_MAX_RAILS, &ts, NULL);
@@ -625,7 +674,6 @@ static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	struct bp_rdma *r = ws->r;
 	unsigned rails = r->cfg.rails;
 
-	stat_add(&ws->calls, 1); /* odd: in the provider's hands (stall.c) */
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_rdma_job *j = (struct bp_rdma_job *)jobs[i];
 		int rc = check_job(r, j);
@@ -645,7 +693,6 @@ static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	for (unsigned k = 0; k < rails; k++)
 		if (ws->rails[k].pend)
 			post(r, ws, w, k);
-	stat_add(&ws->calls, 1); /* even: out */
 	done_flush(ws, w);
 }
 
@@ -655,7 +702,6 @@ static void rdma_poll(void *state, struct bp_worker *w)
 	struct bp_rdma *r = ws->r;
 	unsigned got = 0, busy = 0;
 
-	stat_add(&ws->calls, 1); /* odd: in the provider's hands (stall.c) */
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
 
@@ -668,7 +714,6 @@ static void rdma_poll(void *state, struct bp_worker *w)
 		if (rl->pend)
 			got += post(r, ws, w, k);
 	}
-	stat_add(&ws->calls, 1); /* even: out, also for the waits below */
 	done_flush(ws, w);
 	if (got || !busy) {
 		bpi_backoff_reset(&ws->backoff);

@@ -1,33 +1,65 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stall watch: is a worker stuck inside the provider? A provider call
- * that never returns cannot be interrupted, and a drain waits for it
- * without end. libfabric 1.17's shm does that: its posts spin on a
- * spinlock in the peer's shared region, and a peer killed while holding
- * it (its progress holds it often) leaves them spinning for ever. All the
- * library can do is say so: each worker counts its entries into and exits
- * from the callbacks that call the provider (odd while inside, stage.c),
- * and the stall report a stopper logs says which worker has been inside
- * one call, and for how long.
+ * The stall watch: is a worker stuck in one call out of the stage's own
+ * code? A provider call that never returns cannot be interrupted, and a
+ * drain waits for it without end. libfabric 1.17's shm does that: its
+ * posts spin on a spinlock in the peer's shared region, and a peer killed
+ * while holding it (its own progress takes it often) leaves them spinning
+ * for ever. All the library can do is say so: around each such call the
+ * worker advances its count (odd while inside) and names the call (site;
+ * stage.c's out_enter), and the stall report a stopper logs names each
+ * worker inside one call, where, and for how long.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "rdma_internal.h"
 #include "src/json_put.h"
 
-/* Between the two looks of one report: a longer call is not a post. */
+/* Between the two looks of one report: no post or read takes this long. */
 #define LOOK_NS INT64_C(20000000)
 
-int bp_rdma_worker_calls(const struct bp_rdma *r, unsigned worker,
-			 uint64_t *calls)
+static const char *const site_name[SITE_COUNT] = {
+	[SITE_NONE] = NULL,
+	[SITE_WRITE] = "fi_writemsg",
+	[SITE_READ] = "fi_readmsg",
+	[SITE_CQ_READ] = "fi_cq_read",
+	[SITE_CQ_READERR] = "fi_cq_readerr",
+	[SITE_TRYWAIT] = "fi_trywait",
+	[SITE_AV_INSERT] = "fi_av_insert",
+	[SITE_MR_REG] = "fi_mr_reg",
+	[SITE_REOPEN] = "the endpoint's reopen",
+	[SITE_PREPARE] = "prepare",
+};
+
+/* One look at a worker: its count, then the site (see out_enter). */
+static uint64_t look(struct bpi_worker *ws, unsigned *site)
 {
+	/* acquire: pairs with out_enter's release: the site is the call's */
+	uint64_t c = atomic_load_explicit(&ws->calls, memory_order_acquire);
+
+	if (site) {
+		/* relaxed: ordered by the acquire above */
+		*site = atomic_load_explicit(&ws->site, memory_order_relaxed);
+		if (*site >= SITE_COUNT)
+			*site = SITE_NONE;
+	}
+	return c;
+}
+
+int bp_rdma_worker_calls(const struct bp_rdma *r, unsigned worker,
+			 uint64_t *calls, const char **site)
+{
+	unsigned s;
+
 	if (!r || !calls || worker >= r->cfg.workers)
 		return -EINVAL;
-	/* relaxed (stat_get): a sight of the worker's progress; nothing is
-	 * published through it */
-	*calls = stat_get(&r->workers[worker].calls);
+	*calls = look(&r->workers[worker], &s);
+	if (site)
+		*site = site_name[s];
 	return 0;
 }
 
@@ -40,48 +72,65 @@ static void sleep_ns(int64_t ns)
 		;
 }
 
+/*
+ * Since when worker ws has been inside call c: the first sight a report
+ * noted, or now - LOOK_NS, noted now. Two reporters may run at once (a
+ * timed-out stopper reports after giving up the joiner's role): each
+ * writes the time before the count, with release, and reads the count,
+ * with acquire, before the time, so a count seen comes with a time written
+ * for it (by one of them: both are first sights).
+ */
+static int64_t first_sight(struct bpi_worker *ws, uint64_t c, int64_t now)
+{
+	/* acquire: pairs with the release below (this or another report) */
+	if (atomic_load_explicit(&ws->seen_calls, memory_order_acquire) == c)
+		/* relaxed: ordered by the acquire above */
+		return atomic_load_explicit(&ws->seen_ns, memory_order_relaxed);
+	/* relaxed: published by the release below */
+	atomic_store_explicit(&ws->seen_ns, now - LOOK_NS,
+			      memory_order_relaxed);
+	/* release: pairs with the acquire above */
+	atomic_store_explicit(&ws->seen_calls, c, memory_order_release);
+	return now - LOOK_NS;
+}
+
 int bpi_rdma_stall_report(void *ctx, char *buf, size_t size)
 {
 	struct bp_rdma *r = ctx;
 	uint64_t first[BP_MAX_WORKERS];
-	unsigned stuck = 0;
+	unsigned stuck = 0, posts = 0;
 	size_t len = 0;
 	int64_t now;
 
-	if (size)
+	if (size && buf)
 		buf[0] = '\0';
+	if (!r || r->magic != BPI_RDMA_MAGIC || (!buf && size))
+		return 0; /* not a stage context: nothing to say */
 	for (unsigned i = 0; i < r->cfg.workers; i++)
-		first[i] = stat_get(&r->workers[i].calls);
+		first[i] = look(&r->workers[i], NULL);
 	sleep_ns(LOOK_NS);
 	now = bpi_now_ns();
 	for (unsigned i = 0; i < r->cfg.workers; i++) {
 		struct bpi_worker *ws = &r->workers[i];
-		uint64_t c = stat_get(&ws->calls);
-		/* relaxed: the reporter's own notes from its last report (one
-		 * stopper at a time; atomic so that two stay defined) */
-		uint64_t seen = atomic_load_explicit(&ws->seen_calls,
-						     memory_order_relaxed);
-		int64_t since = atomic_load_explicit(&ws->seen_ns,
-						     memory_order_relaxed);
+		unsigned site;
+		uint64_t c = look(ws, &site);
 
 		if (!(c & 1) || c != first[i])
 			continue; /* outside, or in and out again */
-		/* a call the last report did not see: first sight now */
-		if (seen != c) {
-			since = now - LOOK_NS;
-			atomic_store_explicit(&ws->seen_calls, c,
-					      memory_order_relaxed);
-			atomic_store_explicit(&ws->seen_ns, since,
-					      memory_order_relaxed);
-		}
-		BP_JSON_PUT("%sworker %u has been inside one provider call for "
-			    "at least %.2f s",
-			    stuck ? "; " : "", i, (double)(now - since) / 1e9);
+		BP_JSON_PUT("%sworker %u inside %s for at least %.2f s",
+			    stuck ? "; " : "", i,
+			    site_name[site] ? site_name[site] : "a call",
+			    (double)(now - first_sight(ws, c, now)) / 1e9);
 		stuck++;
+		posts += site == SITE_WRITE || site == SITE_READ;
 	}
 	if (stuck)
-		BP_JSON_PUT(" (a provider call that does not return cannot be "
-			    "interrupted; libfabric 1.17's shm spins for ever "
-			    "on the lock of a peer killed while holding it)");
+		BP_JSON_PUT(" (a call that does not return cannot be "
+			    "interrupted, and the drain waits for it%s)",
+			    posts && !strcmp(r->provider, "shm")
+				    ? "; libfabric 1.17's shm posts spin for "
+				      "ever on the lock of a peer killed while "
+				      "holding it"
+				    : "");
 	return (int)len;
 }

@@ -19,11 +19,16 @@
  *   stats                rail_stats out of range -EINVAL; stats_json
  *                        follows snprintf rules
  *   node                 create / expose / progress with bad input
- *   stall watch          a worker held inside the stage (its prepare
- *                        callback blocks): bp_rdma_worker_calls reads the
- *                        same odd count twice; the stage's stall_report
- *                        names the worker and a duration that grows between
- *                        reports; drain_timeout's log carries it; released,
+ *   node thread hooks    thread_start / thread_stop run once on each rail's
+ *                        progress thread (role RDMA_PROGRESS, index = the
+ *                        rail, thread_ctx passed), with SIGUSR1/SIGTERM
+ *                        blocked there; stop runs by node_destroy's return
+ *   stall watch          a worker held in its prepare callback:
+ *                        bp_rdma_worker_calls reads the same odd count
+ *                        twice, site "prepare"; the stage's stall_report
+ *                        names worker and site (not shm), its duration
+ *                        grows from the first sight; a foreign ctx gets
+ *                        nothing; drain_timeout's log carries it; released,
  *                        the job completes and the counts are even again
  */
 #include "st_common.h"
@@ -368,6 +373,105 @@ static void test_node(void)
 	free(buf);
 }
 
+/* --------------------------------------------------- node thread hooks */
+
+struct hooks {
+	atomic_uint starts[BP_RDMA_MAX_RAILS], stops[BP_RDMA_MAX_RAILS];
+	atomic_uint wrong; /* a bad role, index or ctx; a signal not blocked */
+	void *self;
+};
+
+static void hook_check(struct hooks *h, void *ctx, enum bp_thread_role role,
+		       unsigned index)
+{
+	sigset_t cur;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	if (ctx != h->self || role != BP_THREAD_RDMA_PROGRESS ||
+	    index >= BP_RDMA_MAX_RAILS || !sigismember(&cur, SIGUSR1) ||
+	    !sigismember(&cur, SIGTERM))
+		atomic_fetch_add(&h->wrong, 1);
+}
+
+static void hook_start(void *ctx, enum bp_thread_role role, unsigned index)
+{
+	struct hooks *h = ctx;
+
+	hook_check(h, ctx, role, index);
+	if (index < BP_RDMA_MAX_RAILS)
+		atomic_fetch_add(&h->starts[index], 1);
+}
+
+static void hook_stop(void *ctx, enum bp_thread_role role, unsigned index)
+{
+	struct hooks *h = ctx;
+
+	hook_check(h, ctx, role, index);
+	if (index < BP_RDMA_MAX_RAILS)
+		atomic_fetch_add(&h->stops[index], 1);
+}
+
+static void test_node_hooks(void)
+{
+	struct bp_rdma_node_config nc;
+	struct bp_rdma_node *n = NULL;
+	struct hooks h = {0};
+	unsigned rails = 2;
+	int rc;
+
+	h.self = &h;
+	bp_rdma_node_config_init(&nc);
+	nc.provider = prov;
+	nc.node = st_node_addr(prov);
+	nc.rails = rails;
+	nc.log = st_log_fn;
+	nc.thread_start = hook_start;
+	nc.thread_stop = hook_stop;
+	nc.thread_ctx = &h;
+	rc = bp_rdma_node_create(&nc, &n);
+	ST_CHECK(rc == 0, "node_create with hooks: %s", bp_strerror(rc));
+	if (rc)
+		return;
+	/* the hooks run on the threads: give them a moment to start */
+	for (int i = 0; i < 5000; i++) {
+		unsigned started = 0;
+
+		for (unsigned k = 0; k < rails; k++)
+			started += atomic_load(&h.starts[k]);
+		if (started == rails)
+			break;
+		bpt_sleep_ms(1);
+	}
+	bp_rdma_node_destroy(n);
+	for (unsigned k = 0; k < BP_RDMA_MAX_RAILS; k++) {
+		unsigned want = k < rails ? 1 : 0;
+
+		ST_CHECK(atomic_load(&h.starts[k]) == want &&
+				 atomic_load(&h.stops[k]) == want,
+			 "rail %u: thread_start ran %u times, thread_stop %u "
+			 "(want %u each)",
+			 k, atomic_load(&h.starts[k]), atomic_load(&h.stops[k]),
+			 want);
+	}
+	ST_CHECK(atomic_load(&h.wrong) == 0,
+		 "%u hook calls with a wrong role, index or ctx, or signals "
+		 "not blocked",
+		 atomic_load(&h.wrong));
+
+	/* without progress threads the hooks never run */
+	memset(&h, 0, sizeof(h));
+	h.self = &h;
+	nc.progress_threads = false;
+	rc = bp_rdma_node_create(&nc, &n);
+	ST_CHECK(rc == 0, "node_create without progress threads: %s",
+		 bp_strerror(rc));
+	if (!rc)
+		bp_rdma_node_destroy(n);
+	ST_CHECK(atomic_load(&h.starts[0]) == 0 &&
+			 atomic_load(&h.stops[0]) == 0,
+		 "hooks ran without progress threads");
+}
+
 /* ------------------------------------------------------- stall watch */
 
 struct hold {
@@ -387,11 +491,12 @@ static int holding_prepare(void *ctx, struct bp_rdma_job *job)
 	return 0;
 }
 
-/* The worker whose count is odd, or -1. */
-static int worker_inside(const struct st_fix *f, uint64_t *calls)
+/* The worker whose count is odd, or -1; *site its call. */
+static int worker_inside(const struct st_fix *f, uint64_t *calls,
+			 const char **site)
 {
 	for (unsigned w = 0; w < f->workers; w++) {
-		int rc = bp_rdma_worker_calls(f->r, w, calls);
+		int rc = bp_rdma_worker_calls(f->r, w, calls, site);
 
 		ST_CHECK(rc == 0, "bp_rdma_worker_calls(%u): %d", w, rc);
 		if (!rc && (*calls & 1))
@@ -400,16 +505,15 @@ static int worker_inside(const struct st_fix *f, uint64_t *calls)
 	return -1;
 }
 
-/* The seconds a stall report gives worker w, or -1 if it names none. */
-static double report_secs(const char *rep, int w)
+/* The seconds a stall report gives worker w inside site, or -1. */
+static double report_secs(const char *rep, int w, const char *site)
 {
-	char needle[64];
+	char needle[96];
 	const char *at;
 	double secs;
 
-	snprintf(needle, sizeof(needle),
-		 "worker %d has been inside one provider call for at least ",
-		 w);
+	snprintf(needle, sizeof(needle), "worker %d inside %s for at least ", w,
+		 site);
 	at = strstr(rep, needle);
 	if (!at || sscanf(at + strlen(needle), "%lf", &secs) != 1)
 		return -1;
@@ -423,6 +527,7 @@ static void test_stall(void)
 	struct hold h = {0};
 	struct st_job job;
 	const struct bp_stage *stage;
+	const char *site = "unset";
 	char rep[512], line[256];
 	uint64_t c1, c2, calls;
 	double s1, s2;
@@ -443,16 +548,24 @@ static void test_stall(void)
 		free(src);
 		return;
 	}
-	ST_CHECK(bp_rdma_worker_calls(NULL, 0, &calls) == -EINVAL,
+	ST_CHECK(bp_rdma_worker_calls(NULL, 0, &calls, NULL) == -EINVAL,
 		 "worker_calls NULL r");
-	ST_CHECK(bp_rdma_worker_calls(f.r, 0, NULL) == -EINVAL,
+	ST_CHECK(bp_rdma_worker_calls(f.r, 0, NULL, NULL) == -EINVAL,
 		 "worker_calls NULL calls");
-	ST_CHECK(bp_rdma_worker_calls(f.r, f.workers, &calls) == -EINVAL,
+	ST_CHECK(bp_rdma_worker_calls(f.r, f.workers, &calls, NULL) == -EINVAL,
 		 "worker_calls past the workers");
-	ST_CHECK(worker_inside(&f, &calls) < 0, "a worker inside before start");
+	ST_CHECK(worker_inside(&f, &calls, &site) < 0 && calls == 0 && !site,
+		 "before start: a count of %" PRIu64 ", site %s", calls,
+		 site ? site : "NULL");
 	n = stage->stall_report(f.r, rep, sizeof(rep));
 	ST_CHECK(n == 0 && rep[0] == '\0',
 		 "stall report before start: %d \"%s\"", n, rep);
+	/* not a stage context: nothing to say, no crash */
+	n = stage->stall_report(&f, rep, sizeof(rep));
+	ST_CHECK(n == 0 && rep[0] == '\0', "stall report of a foreign ctx: %d",
+		 n);
+	ST_CHECK(stage->stall_report(NULL, NULL, 0) == 0,
+		 "stall report of NULL");
 	if (st_start(&f))
 		exit(1);
 
@@ -463,27 +576,31 @@ static void test_stall(void)
 	while (!atomic_load_explicit(&h.entered, memory_order_acquire))
 		bpt_sleep_ms(1);
 
-	w = worker_inside(&f, &c1);
-	ST_CHECK(w >= 0, "no worker's count is odd while one is held");
+	w = worker_inside(&f, &c1, &site);
+	ST_CHECK(w >= 0 && site && !strcmp(site, "prepare"),
+		 "while held in prepare: worker %d, site %s", w,
+		 site ? site : "NULL");
 	bpt_sleep_ms(50);
-	ST_CHECK(worker_inside(&f, &c2) == w && c2 == c1,
+	ST_CHECK(worker_inside(&f, &c2, &site) == w && c2 == c1,
 		 "worker %d's count moved while it was held (%" PRIu64
 		 " -> %" PRIu64 ")",
 		 w, c1, c2);
 
 	n = stage->stall_report(f.r, rep, sizeof(rep));
-	s1 = report_secs(rep, w);
+	s1 = report_secs(rep, w, "prepare");
 	ST_CHECK(n > 0 && (size_t)n == strlen(rep) && s1 >= 0.015,
 		 "first stall report: %d \"%s\"", n, rep);
 	ST_CHECK(strstr(rep, "cannot be interrupted") != NULL,
 		 "the stall report does not say why it matters: \"%s\"", rep);
-	ST_CHECK(stage->stall_report(f.r, rep, 8) == n,
-		 "a short buffer does not get the length needed");
+	ST_CHECK(!strstr(rep, "shm posts"),
+		 "a stall in prepare blamed on shm: \"%s\"", rep);
+	ST_CHECK(stage->stall_report(f.r, rep, 8) == n && strlen(rep) == 7,
+		 "a short buffer: not the length needed, or not cut at 7");
 	bpt_sleep_ms(200);
 	stage->stall_report(f.r, rep, sizeof(rep));
-	s2 = report_secs(rep, w);
+	s2 = report_secs(rep, w, "prepare");
 	ST_CHECK(s2 >= s1 + 0.19,
-		 "the second report does not count from the first sight: "
+		 "the later report does not count from the first sight: "
 		 "%.2f s then %.2f s (\"%s\")",
 		 s1, s2, rep);
 
@@ -492,7 +609,7 @@ static void test_stall(void)
 	ST_CHECK(rc == -ETIMEDOUT, "drain_timeout with a held worker: %s",
 		 bp_strerror(rc));
 	ST_CHECK(st_log_find(line, sizeof(line), "stage rdma: worker",
-			     "inside one provider call", NULL),
+			     "inside prepare for at least", NULL),
 		 "drain_timeout's log does not carry the stage's stall report");
 
 	/* release: pairs with the prepare's acquire */
@@ -501,8 +618,13 @@ static void test_stall(void)
 	ST_CHECK(rc == 0, "drain after the release: %s", bp_strerror(rc));
 	ST_CHECK(job.status == BP_JOB_OK, "the held job: status %d",
 		 job.status);
-	ST_CHECK(worker_inside(&f, &calls) < 0,
+	ST_CHECK(worker_inside(&f, &calls, NULL) < 0,
 		 "a worker's count is odd after drain");
+	/* the write was posted and reaped after prepare: the counts say so */
+	bp_rdma_worker_calls(f.r, (unsigned)(w < 0 ? 0 : w), &calls, &site);
+	ST_CHECK(calls >= 6 && site && strcmp(site, "prepare"),
+		 "after drain: worker %d count %" PRIu64 ", last call %s", w,
+		 calls, site ? site : "NULL");
 	n = stage->stall_report(f.r, rep, sizeof(rep));
 	ST_CHECK(n == 0, "stall report after drain: \"%s\"", rep);
 	st_close(&f);
@@ -522,6 +644,7 @@ int main(int argc, char **argv)
 	st_watchdog(60, "%s", name);
 	test_create();
 	test_node();
+	test_node_hooks();
 	if (st_node_open(&f, prov, 2, 1 << 16))
 		return 1;
 	test_peers_register(&f);
