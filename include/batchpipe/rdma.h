@@ -294,8 +294,9 @@ int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
  * gets a count that worker advances on entering and on leaving each
  * provider call (posts, CQ reads, fi_trywait, AV inserts, registrations,
  * endpoint reopens) and each call of prepare, odd while it is inside one;
- * *site (if not NULL) that call's name ("fi_writemsg", "fi_cq_read",
- * "prepare", ...; NULL before the first). The same odd count read twice, t
+ * *site (if not NULL) the name of the call it is inside, or of the last
+ * one ("fi_writemsg", "fi_cq_read", "prepare", ...; NULL before the first
+ * or while the count moves). The same odd count read twice, t
  * apart, means one call has not returned for t: a drain waits for it
  * without end (docs/api/rdma.md, "When a peer dies"). The stage's
  * stall_report says the same in the pipeline's stall reports. Any thread.

@@ -3,6 +3,7 @@
 #ifndef BP_SRC_RDMA_INTERNAL_H
 #define BP_SRC_RDMA_INTERNAL_H
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -208,9 +209,9 @@ struct bpi_worker {
 	bp_counter calls;
 	_Atomic unsigned site; /* enum bpi_site */
 	/* a stall report's first sight of a call that had not returned: its
-	 * count and since when (stall.c) */
-	_Atomic uint64_t seen_calls;
-	_Atomic int64_t seen_ns;
+	 * count and since when (stall.c, under bp_rdma.stall_lock) */
+	uint64_t seen_calls;
+	int64_t seen_ns;
 };
 
 /* The calls out of the stage's own code that the stall watch names. */
@@ -223,6 +224,7 @@ enum bpi_site {
 	SITE_TRYWAIT,	 /* fi_trywait */
 	SITE_AV_INSERT,	 /* fi_av_insert */
 	SITE_MR_REG,	 /* fi_mr_reg (a buffer's first use) */
+	SITE_CLOSE,	 /* fi_close of that registration, if not cached */
 	SITE_REOPEN,	 /* a rail's endpoint reopened */
 	SITE_PREPARE,	 /* bp_rdma_config.prepare */
 	SITE_COUNT
@@ -247,6 +249,8 @@ struct bp_rdma {
 	bool completes_delivered;
 	_Atomic int started; /* workers between init and fini: they own the
 				domains */
+	/* stall reports (cold): two stoppers may report at once */
+	pthread_mutex_t stall_lock;
 };
 
 /* The stage's stall_report callback (stall.c): which worker is stuck in

@@ -71,19 +71,19 @@ static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
 	done_add(ws, w, j);
 }
 
-/* Jobs the stage refuses before any provider call. */
 /*
  * Around every call out of the stage's own code (provider calls, the
  * prepare callback): calls is odd while the worker is inside, site says
- * which. Three plain stores per call. The stall watch (stall.c) reads a
- * call that stays inside: no later site store exists then, so the site it
- * reads after its acquire of calls is that call's.
+ * which. Three plain stores per call (release stores are plain on x86).
+ * The stall watch (stall.c's look) reads calls, then site, then calls
+ * again: the same count twice means the site is that call's.
  */
 static inline void out_enter(struct bpi_worker *ws, enum bpi_site site)
 {
-	/* relaxed: published by the release below */
-	atomic_store_explicit(&ws->site, (unsigned)site, memory_order_relaxed);
-	/* release: pairs with the stall watch's acquire of calls */
+	/* release: pairs with look()'s acquire of site: a site of the next
+	 * call seen there means the count seen after it has moved on */
+	atomic_store_explicit(&ws->site, (unsigned)site, memory_order_release);
+	/* release: pairs with look()'s acquire of calls: the site is seen */
 	atomic_store_explicit(
 		&ws->calls,
 		atomic_load_explicit(&ws->calls, memory_order_relaxed) + 1,
@@ -95,6 +95,7 @@ static inline void out_leave(struct bpi_worker *ws)
 	stat_add(&ws->calls, 1); /* even: back in the stage's code */
 }
 
+/* Jobs the stage refuses before any provider call. */
 static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 {
 	const struct bpi_peer *pe;
@@ -224,7 +225,9 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 			rc = bpi_mrcache_add(r->mrs, slot, base, end - base, mr,
 					     &e);
 			if (rc) {
+				out_enter(ws, SITE_CLOSE);
 				fi_close(&mr->fid);
+				out_leave(ws);
 				return rc;
 			}
 			stat_add(&rl->st.mr_misses, 1);
@@ -449,6 +452,7 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	struct bpi_rail *rl = &ws->rails[k];
 	struct fi_cq_err_entry err = {0};
 	char pbuf[256];
+	const char *ptext;
 	struct bp_rdma_job *j;
 	int rc;
 
@@ -458,6 +462,10 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	if (rc != 1 || !err.op_context)
 		return false;
 	j = ctx_job(err.op_context);
+	out_enter(ws, SITE_CQ_READERR);
+	ptext = fi_cq_strerror(rl->fab.cq, err.prov_errno, err.err_data, pbuf,
+			       sizeof(pbuf));
+	out_leave(ws);
 	bpi_rlog(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
 		 "(%s)",
@@ -465,9 +473,7 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 		 j->op == BP_RDMA_READ	  ? "read"
 		 : j->op == BP_RDMA_WRITE ? "write"
 					  : "writedata",
-		 j->len, j->peer, fi_strerror(err.err),
-		 fi_cq_strerror(rl->fab.cq, err.prov_errno, err.err_data, pbuf,
-				sizeof(pbuf)));
+		 j->len, j->peer, fi_strerror(err.err), ptext);
 	flight_del(r, rl, j);
 	rc = err.err ? bpi_fi_err(abs(err.err)) : -EIO;
 	/* the provider's "canceled" (a connection it dropped) is not the
@@ -566,7 +572,6 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		out_enter(ws, SITE_CQ_READ);
 		n = fi_cq_read(rl->fab.cq, rl->cqe, B);
 		out_leave(ws);
-
 		stat_add(&rl->st.cq_reads, 1);
 		if (n == -FI_EAGAIN) {
 			stat_add(&rl->st.cq_empty, 1);
@@ -897,6 +902,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 		       c->n_fallback_cpus * sizeof(int));
 		r->cfg.fallback_cpus = cpus;
 	}
+	pthread_mutex_init(&r->stall_lock, NULL); /* bp_rdma_destroy's */
 	want.provider = c->provider;
 	want.node = c->node;
 	want.hmem = c->hmem;
@@ -1070,5 +1076,6 @@ void bp_rdma_destroy(struct bp_rdma *r)
 	if (r->info)
 		fi_freeinfo(r->info);
 	free((void *)r->cfg.fallback_cpus);
+	pthread_mutex_destroy(&r->stall_lock);
 	free(r);
 }

@@ -31,20 +31,30 @@ static const char *const site_name[SITE_COUNT] = {
 	[SITE_TRYWAIT] = "fi_trywait",
 	[SITE_AV_INSERT] = "fi_av_insert",
 	[SITE_MR_REG] = "fi_mr_reg",
+	[SITE_CLOSE] = "fi_close",
 	[SITE_REOPEN] = "the endpoint's reopen",
 	[SITE_PREPARE] = "prepare",
 };
 
-/* One look at a worker: its count, then the site (see out_enter). */
+/*
+ * One look at a worker: its count, then the site, then the count again
+ * (see out_enter). The site is the counted call's only if the count did
+ * not move; otherwise SITE_NONE.
+ */
 static uint64_t look(struct bpi_worker *ws, unsigned *site)
 {
-	/* acquire: pairs with out_enter's release: the site is the call's */
+	/* acquire: pairs with out_enter's release of calls: its site (or a
+	 * later one) is seen below */
 	uint64_t c = atomic_load_explicit(&ws->calls, memory_order_acquire);
 
 	if (site) {
+		/* acquire: pairs with out_enter's release of site: a later
+		 * call's site comes with a count past c below */
+		*site = atomic_load_explicit(&ws->site, memory_order_acquire);
 		/* relaxed: ordered by the acquire above */
-		*site = atomic_load_explicit(&ws->site, memory_order_relaxed);
-		if (*site >= SITE_COUNT)
+		if (atomic_load_explicit(&ws->calls, memory_order_relaxed) !=
+			    c ||
+		    *site >= SITE_COUNT)
 			*site = SITE_NONE;
 	}
 	return c;
@@ -74,24 +84,17 @@ static void sleep_ns(int64_t ns)
 
 /*
  * Since when worker ws has been inside call c: the first sight a report
- * noted, or now - LOOK_NS, noted now. Two reporters may run at once (a
- * timed-out stopper reports after giving up the joiner's role): each
- * writes the time before the count, with release, and reads the count,
- * with acquire, before the time, so a count seen comes with a time written
- * for it (by one of them: both are first sights).
+ * noted, or now - LOOK_NS, noted now. Under r->stall_lock: two stoppers
+ * may report at once (a timed-out one reports after giving up the
+ * joiner's role).
  */
 static int64_t first_sight(struct bpi_worker *ws, uint64_t c, int64_t now)
 {
-	/* acquire: pairs with the release below (this or another report) */
-	if (atomic_load_explicit(&ws->seen_calls, memory_order_acquire) == c)
-		/* relaxed: ordered by the acquire above */
-		return atomic_load_explicit(&ws->seen_ns, memory_order_relaxed);
-	/* relaxed: published by the release below */
-	atomic_store_explicit(&ws->seen_ns, now - LOOK_NS,
-			      memory_order_relaxed);
-	/* release: pairs with the acquire above */
-	atomic_store_explicit(&ws->seen_calls, c, memory_order_release);
-	return now - LOOK_NS;
+	if (ws->seen_calls != c) {
+		ws->seen_calls = c;
+		ws->seen_ns = now - LOOK_NS;
+	}
+	return ws->seen_ns;
 }
 
 int bpi_rdma_stall_report(void *ctx, char *buf, size_t size)
@@ -109,6 +112,7 @@ int bpi_rdma_stall_report(void *ctx, char *buf, size_t size)
 	for (unsigned i = 0; i < r->cfg.workers; i++)
 		first[i] = look(&r->workers[i], NULL);
 	sleep_ns(LOOK_NS);
+	pthread_mutex_lock(&r->stall_lock);
 	now = bpi_now_ns();
 	for (unsigned i = 0; i < r->cfg.workers; i++) {
 		struct bpi_worker *ws = &r->workers[i];
@@ -124,6 +128,7 @@ int bpi_rdma_stall_report(void *ctx, char *buf, size_t size)
 		stuck++;
 		posts += site == SITE_WRITE || site == SITE_READ;
 	}
+	pthread_mutex_unlock(&r->stall_lock);
 	if (stuck)
 		BP_JSON_PUT(" (a call that does not return cannot be "
 			    "interrupted, and the drain waits for it%s)",

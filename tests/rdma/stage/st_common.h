@@ -174,6 +174,36 @@ static inline bool st_log_find(char *out, size_t outsz, const char *needle, ...)
 	return found;
 }
 
+/*
+ * Copy the kept lines from the last one containing header on into out (at
+ * most max); returns how many, 0 when no line ever logged has header, -1
+ * when no kept line has it but some were pushed out of the ring (it may
+ * have been among them).
+ */
+static inline int st_log_from_last(const char *header, char (*out)[256],
+				   unsigned max)
+{
+	int got = 0;
+
+	pthread_mutex_lock(&st_log_.lock);
+	unsigned first =
+		st_log_.n > ST_LOG_LINES ? st_log_.n - ST_LOG_LINES : 0;
+	unsigned at = st_log_.n;
+
+	for (unsigned i = st_log_.n; i-- > first;)
+		if (strstr(st_log_.line[i % ST_LOG_LINES], header)) {
+			at = i;
+			break;
+		}
+	if (at == st_log_.n && first > 0)
+		got = -1; /* the header may have been pushed out */
+	for (unsigned i = at; i < st_log_.n && got >= 0 && (unsigned)got < max;
+	     i++)
+		snprintf(out[got++], 256, "%s", st_log_.line[i % ST_LOG_LINES]);
+	pthread_mutex_unlock(&st_log_.lock);
+	return got;
+}
+
 /* ------------------------------------------------------------ provider */
 
 static inline const char *st_node_addr(const char *prov)
