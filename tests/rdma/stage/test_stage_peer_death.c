@@ -421,6 +421,9 @@ int main(int argc, char **argv)
 					sizeof(rep) / sizeof(rep[0]));
 		hang = provider_hang(f, name, rep, nrep);
 		fflush(stdout);
+		/* no teardown past stuck workers; this process's shm files
+		 * would outlive it */
+		bpt_shm_cleanup((long)getpid());
 		_exit(hang ? ST_SKIP : 1);
 	}
 	t_drain = bpt_now_ns();
