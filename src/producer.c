@@ -383,27 +383,30 @@ int bp_producer_flush(struct bp_producer *pr)
 
 unsigned bp_producer_staged(const struct bp_producer *pr)
 {
-	uint64_t c, h, e;
+	uint64_t c, h, e, t;
 
 	if (!pr)
 		return 0;
 	/* acquire: pairs with bpi_producer_release */
 	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
 	h = bpi_claim_head(c);
-	if (c & CLAIM_BUSY) {
+	if (c & (CLAIM_BUSY | CLAIM_CLOSED)) {
 		/*
-		 * The flusher's or drain's claim in progress: what it took is
-		 * no longer staged (and may even be delivered). A stale value
-		 * from an earlier claim is below head. relaxed: see its store.
+		 * BUSY: the flusher's or drain's claim in progress: what it
+		 * took is no longer staged (and may even be delivered). A
+		 * stale value from an earlier claim is below head. CLOSED:
+		 * drain has taken everything below claim_end to submit, as
+		 * own_flush counts it (a timed-out drain lowers claim_end to
+		 * what it did submit). relaxed: ordered by the acquire of c.
 		 */
 		e = atomic_load_explicit(&pr->claim_end, memory_order_relaxed);
 		if (e > h)
 			h = e;
 	}
 	/* relaxed: the owner's own store */
-	return (unsigned)(atomic_load_explicit(&pr->tail,
-					       memory_order_relaxed) -
-			  h);
+	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
+	return t > h ? (unsigned)(t - h) : 0; /* claim_end may pass a job
+						 taken back */
 }
 
 void bpi_producer_free(struct bp_producer *pr)

@@ -334,9 +334,11 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job);
  */
 int bp_producer_flush(struct bp_producer *pr);
 /*
- * Jobs staged now, not yet handed to bp_pipeline_submit (by the owner, the
- * flusher or drain); 0 for NULL. After drain: 0, or what a failed flush
- * left. The owner thread only.
+ * Jobs staged now that are still the owner's: not yet handed to
+ * bp_pipeline_submit (by the owner or the flusher), nor taken by a drain or
+ * abort that closed the handle to submit them; 0 for NULL (and whenever
+ * bp_producer_flush just returned 0). After drain: 0, or what a timed-out
+ * drain or a failed flush left. The owner thread only.
  */
 unsigned bp_producer_staged(const struct bp_producer *pr);
 /*

@@ -484,6 +484,90 @@ static void test_drain_timeout_blocked_handle(void **unused)
 }
 
 /*
+ * The owner flushes after drain has closed its handle but before drain
+ * could submit the handle's jobs (ingress is full): flush returns 0, the
+ * jobs are drain's to submit, and bp_producer_staged says 0 as well (it
+ * said 3 while drain waited for room: a stress run under TSAN caught the
+ * owner's "staged after a flush that returned 0").
+ */
+static void *plain_drainer(void *arg)
+{
+	return (void *)(intptr_t)bp_pipeline_drain(arg);
+}
+
+static void test_flush_while_drain_holds(void **unused)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	struct bp_producer *pr = NULL;
+	struct pjob j[11];
+	struct bp_job *ptrs[8];
+	struct sinkc s;
+	pthread_t t;
+	void *drc;
+	int64_t end;
+
+	(void)unused;
+	memset(&s, 0, sizeof(s));
+	atomic_store(&stuck_release, false);
+	jobs_init(j, 11, 0);
+	bp_pipeline_config_init(&c);
+	c.stage = &stuck_stage;
+	c.sink = sink_fn;
+	c.sink_ctx = &s;
+	c.log = log_fn;
+	c.log_ctx = &logs;
+	c.workers = 1;
+	c.ingress_capacity = 4;
+	c.max_batch = 4;
+	c.max_inflight = 4;
+	c.flush_deadline_ns = 10000000000ull; /* the flusher stays out */
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	assert_int_equal(bp_producer_create(p, &pr), 0);
+	/* the worker holds 4 (its stage is stuck), ingress holds 4 */
+	for (unsigned i = 0; i < 8; i++)
+		ptrs[i] = &j[i].hdr;
+	assert_int_equal(bp_pipeline_submit(p, ptrs, 4, 0, -1), 4);
+	end = pt_now_ns() + 5000000000LL;
+	for (unsigned more = 0; more < 4;) {
+		int rc = bp_pipeline_submit(p, ptrs + 4 + more, 4 - more,
+					    BP_SUBMIT_NONBLOCK, 0);
+
+		if (rc > 0) {
+			more += (unsigned)rc;
+			continue;
+		}
+		assert_int_equal(rc, -EAGAIN); /* until the worker takes 4 */
+		assert_true(pt_now_ns() < end);
+		pt_sleep_ns(1000000);
+	}
+	for (unsigned i = 8; i < 11; i++)
+		assert_int_equal(bp_producer_submit(pr, &j[i].hdr), 0);
+	assert_int_equal(bp_producer_staged(pr), 3);
+
+	assert_int_equal(pthread_create(&t, NULL, plain_drainer, p), 0);
+	/* drain closes the handle, takes its 3 jobs, then waits for room */
+	end = pt_now_ns() + 5000000000LL;
+	while (bp_producer_staged(pr) != 0 && pt_now_ns() < end)
+		pt_sleep_ns(1000000);
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(bp_producer_flush(pr), 0); /* drain's to submit */
+	assert_int_equal(bp_producer_staged(pr), 0);
+	assert_int_equal(atomic_load(&s.count), 0); /* all still held */
+
+	atomic_store(&stuck_release, true);
+	assert_int_equal(pthread_join(t, &drc), 0);
+	assert_int_equal((int)(intptr_t)drc, 0);
+	assert_int_equal(atomic_load(&s.count), 11);
+	for (unsigned i = 0; i < 11; i++)
+		assert_int_equal(atomic_load(&j[i].delivered), 1);
+	assert_true(conserved(p, &s));
+	assert_int_equal(bp_producer_destroy(pr), 0);
+	bp_pipeline_destroy(p);
+}
+
+/*
  * An owner submitting while bp_pipeline_start opens its handle: calls
  * before the opening get -EINVAL (not started), every later one is taken;
  * none gets -EPIPE from a running pipeline. (An owner taking a job back
@@ -948,6 +1032,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_handle_outlives_pipeline),
 		cmocka_unit_test(test_drain_overlaps_submit),
 		cmocka_unit_test(test_drain_timeout_blocked_handle),
+		cmocka_unit_test(test_flush_while_drain_holds),
 		cmocka_unit_test(test_start_races_owner),
 		cmocka_unit_test(test_handle_in_sink),
 		cmocka_unit_test(test_timed_out_handle_closed),
