@@ -404,6 +404,26 @@ static void stuck_process(void *state, struct bp_worker *w,
 static const struct bp_stage stuck_stage = {.name = "stuck",
 					    .process = stuck_process};
 
+/*
+ * One worker whose stage holds every batch (until stuck_release), ingress
+ * 4, batches and inflight 4: 8 jobs fill the pipeline.
+ */
+static void stuck_config(struct bp_pipeline_config *c, struct sinkc *s,
+			 uint64_t deadline_ns)
+{
+	bp_pipeline_config_init(c);
+	c->stage = &stuck_stage;
+	c->sink = sink_fn;
+	c->sink_ctx = s;
+	c->log = log_fn;
+	c->log_ctx = &logs;
+	c->workers = 1;
+	c->ingress_capacity = 4;
+	c->max_batch = 4;
+	c->max_inflight = 4;
+	c->flush_deadline_ns = deadline_ns;
+}
+
 struct stuck_prod {
 	struct bp_producer *pr;
 	struct pjob *jobs;
@@ -446,17 +466,7 @@ static void test_drain_timeout_blocked_handle(void **unused)
 	sp.jobs = calloc(sp.n, sizeof(*sp.jobs));
 	assert_non_null(sp.jobs);
 	jobs_init(sp.jobs, sp.n, 0);
-	bp_pipeline_config_init(&c);
-	c.stage = &stuck_stage;
-	c.sink = sink_fn;
-	c.sink_ctx = &s;
-	c.log = log_fn;
-	c.log_ctx = &logs;
-	c.workers = 1;
-	c.ingress_capacity = 4;
-	c.max_batch = 4;
-	c.max_inflight = 4;
-	c.flush_deadline_ns = 1000000000; /* the owner flushes at 4 jobs */
+	stuck_config(&c, &s, 1000000000); /* the owner flushes at 4 jobs */
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	assert_int_equal(bp_producer_create(p, &sp.pr), 0);
@@ -511,17 +521,7 @@ static void test_flush_while_drain_holds(void **unused)
 	memset(&s, 0, sizeof(s));
 	atomic_store(&stuck_release, false);
 	jobs_init(j, 11, 0);
-	bp_pipeline_config_init(&c);
-	c.stage = &stuck_stage;
-	c.sink = sink_fn;
-	c.sink_ctx = &s;
-	c.log = log_fn;
-	c.log_ctx = &logs;
-	c.workers = 1;
-	c.ingress_capacity = 4;
-	c.max_batch = 4;
-	c.max_inflight = 4;
-	c.flush_deadline_ns = 10000000000ull; /* the flusher stays out */
+	stuck_config(&c, &s, 10000000000ull); /* the flusher stays out */
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	assert_int_equal(bp_producer_create(p, &pr), 0);
@@ -743,16 +743,9 @@ static void test_timed_out_handle_closed(void **unused)
 	memset(&s, 0, sizeof(s));
 	atomic_store(&stuck_release, false);
 	jobs_init(jobs, 16, 0);
-	bp_pipeline_config_init(&c);
-	c.stage = &stuck_stage;
-	c.sink = sink_fn;
-	c.sink_ctx = &s;
+	stuck_config(&c, &s, 1000000000);
 	c.log = late_log;
-	c.workers = 1;
-	c.ingress_capacity = 4;
-	c.max_batch = 4;
-	c.max_inflight = 4;
-	c.flush_deadline_ns = 1000000000;
+	c.log_ctx = NULL;
 	assert_int_equal(bp_pipeline_create(&c, &late_p), 0);
 	assert_int_equal(bp_pipeline_start(late_p), 0);
 	assert_int_equal(bp_producer_create(late_p, &pr), 0);
