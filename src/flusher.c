@@ -74,6 +74,12 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	/* relaxed: the submit's publication carries it to whoever saw a job */
 	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
 	rc = bpi_producer_submit_some(pr, h, t, &done);
+	if (rc != -EPIPE)
+		/* where this claim stopped: a later claim's BUSY window shows
+		 * no stale end past head (bp_producer_staged). relaxed:
+		 * published by the release below */
+		atomic_store_explicit(&pr->claim_end, h + done,
+				      memory_order_relaxed);
 	if (rc == -EAGAIN) {
 		bpi_producer_release(pr, h + done, 0);
 		return true;

@@ -393,11 +393,15 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 	if (c & (CLAIM_BUSY | CLAIM_CLOSED)) {
 		/*
 		 * BUSY: the flusher's or drain's claim in progress: what it
-		 * took is no longer staged (and may even be delivered). A
-		 * stale value from an earlier claim is below head. CLOSED:
-		 * drain has taken everything below claim_end to submit, as
-		 * own_flush counts it (a timed-out drain lowers claim_end to
-		 * what it did submit). relaxed: ordered by the acquire of c.
+		 * took is no longer staged (and may even be delivered). The
+		 * claimer stores claim_end after its CAS, so this may still
+		 * be an earlier claim's: the flusher leaves it at the head it
+		 * released, drain's close sets it for good, so a stale one is
+		 * at most head. CLOSED: drain has taken everything below
+		 * claim_end to submit, as own_flush counts it (a timed-out or
+		 * failed drain lowers it to what it did submit). relaxed:
+		 * for CLOSED ordered by the acquire of c (stored before the
+		 * release that set CLOSED); for BUSY a snapshot.
 		 */
 		e = atomic_load_explicit(&pr->claim_end, memory_order_relaxed);
 		if (e > h)
@@ -405,8 +409,8 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 	}
 	/* relaxed: the owner's own store */
 	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
-	return t > h ? (unsigned)(t - h) : 0; /* claim_end may pass a job
-						 taken back */
+	/* claim_end may be past a job the owner took back */
+	return t > h ? (unsigned)(t - h) : 0;
 }
 
 void bpi_producer_free(struct bp_producer *pr)

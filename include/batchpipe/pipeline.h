@@ -338,7 +338,7 @@ int bp_producer_flush(struct bp_producer *pr);
  * bp_pipeline_submit (by the owner or the flusher), nor taken by a drain or
  * abort that closed the handle to submit them; 0 for NULL (and whenever
  * bp_producer_flush just returned 0). After drain: 0, or what a timed-out
- * drain or a failed flush left. The owner thread only.
+ * or failed drain, or a failed flush, left. The owner thread only.
  */
 unsigned bp_producer_staged(const struct bp_producer *pr);
 /*

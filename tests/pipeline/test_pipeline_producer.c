@@ -518,10 +518,12 @@ static void test_flush_while_drain_holds(void **unused)
 	int64_t end;
 
 	(void)unused;
+	pt_watchdog_arm(60, "flush while drain holds the handle's jobs");
 	memset(&s, 0, sizeof(s));
 	atomic_store(&stuck_release, false);
 	jobs_init(j, 11, 0);
-	stuck_config(&c, &s, 10000000000ull); /* the flusher stays out */
+	/* the flusher stays out: its deadline never comes */
+	stuck_config(&c, &s, UINT64_MAX);
 	assert_int_equal(bp_pipeline_create(&c, &p), 0);
 	assert_int_equal(bp_pipeline_start(p), 0);
 	assert_int_equal(bp_producer_create(p, &pr), 0);
@@ -565,6 +567,7 @@ static void test_flush_while_drain_holds(void **unused)
 	assert_true(conserved(p, &s));
 	assert_int_equal(bp_producer_destroy(pr), 0);
 	bp_pipeline_destroy(p);
+	pt_watchdog_disarm();
 }
 
 /*
