@@ -125,7 +125,7 @@ static bool provider_hang(struct st_fix *f, const char *name, char (*rep)[256],
 {
 	uint64_t c1[BP_MAX_WORKERS] = {0}, c2;
 	unsigned running = 0, stuck = 0;
-	const char *stage, *site;
+	const char *stage;
 	char needle[64];
 
 	for (unsigned w = 0; w < f->workers; w++)
@@ -137,7 +137,7 @@ static bool provider_hang(struct st_fix *f, const char *name, char (*rep)[256],
 	stage = n > 0 ? line_with(rep, n, "stage rdma: ") : NULL;
 	bpt_sleep_ms(1000);
 	for (unsigned w = 0; w < f->workers; w++) {
-		const char *at = NULL;
+		const char *at = NULL, *site = NULL;
 		bool named, inside;
 
 		snprintf(needle, sizeof(needle), "worker %u: took ", w);
