@@ -519,9 +519,11 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 	int k;
 
 	if (unlikely(n == 0 || !items)) {
+		if (n && !items)
+			return -EINVAL; /* *freep is not written on -EINVAL */
 		if (freep)
 			*freep = bp_ring_free_count(r);
-		return n == 0 ? 0 : -EINVAL;
+		return 0;
 	}
 	if (unlikely(n > r->capacity)) {
 		/* a bulk that big can never fit: retrying would spin forever */
@@ -731,12 +733,14 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	int k;
 
 	if (unlikely(n == 0 || !items)) {
+		if (n && !items)
+			return -EINVAL; /* *availp is not written on -EINVAL */
 		if (availp)
 			*availp = bp_ring_count(r);
-		return n == 0 ? 0 : -EINVAL;
+		return 0;
 	}
 	k = take(r, items, n, bulk, true, &ch);
-	if (availp)
+	if (availp && k != -EINVAL)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
 	if (wake && k > 0)
 		bpi_waitq_wake(&r->not_full);

@@ -243,6 +243,16 @@ static void test_bulk_burst(void **state)
 	assert_int_equal(bp_ring_enqueue_burst(r, NULL, 0, NULL), 0);
 	assert_int_equal(bp_ring_dequeue_bulk(r, NULL, 0, NULL), 0);
 	assert_int_equal(bp_ring_dequeue_burst(r, NULL, 0, NULL), 0);
+	/* NULL items with n > 0: -EINVAL, and the out count is not written */
+	assert_int_equal(bp_ring_enqueue_bulk(r, NULL, 1, &fs), -EINVAL);
+	assert_int_equal(bp_ring_enqueue_burst(r, NULL, 1, &fs), -EINVAL);
+	assert_int_equal(fs, 12345);
+	assert_int_equal(bp_ring_dequeue_bulk(r, NULL, 1, &av), -EINVAL);
+	assert_int_equal(bp_ring_dequeue_burst(r, NULL, 1, &av), -EINVAL);
+	assert_int_equal(bp_ring_dequeue_bulk(r, out, 9, &av), -EINVAL);
+	assert_int_equal(av, 12345);
+	assert_int_equal(bp_ring_enqueue_bulk(r, v + 5, 9, &fs), -EINVAL);
+	assert_int_equal(fs, 12345);
 
 	assert_int_equal(bp_ring_enqueue_bulk(r, v, 5, &fs), 5);
 	assert_int_equal(fs, 3);
@@ -811,9 +821,11 @@ static void run_laps(struct bp_ring *r, unsigned iters, uint64_t seed)
 					   : bp_ring_dequeue_burst(r, out, n,
 								   &av);
 				assert_int_equal(got, want);
+				/* not written on -EINVAL */
+				bool av_set = got != -EINVAL;
 				got = got > 0 ? got : 0;
 				check_seq(out, (unsigned)got, outn);
-				if (n > 0)
+				if (n > 0 && av_set)
 					assert_true(av <=
 						    count - (unsigned)got);
 			}

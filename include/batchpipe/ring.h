@@ -93,7 +93,8 @@ unsigned bp_ring_flags(const struct bp_ring *r);
  *          the rest can still be taken with a burst), or -EINVAL (items
  *          NULL with n > 0; bulk: n greater than the capacity, as for
  *          enqueue). *available (if not NULL) gets the number of items left
- *          after it, as seen by this thread (a snapshot).
+ *          after it, as seen by this thread (a snapshot; not set on
+ *          -EINVAL).
  */
 int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
 			 unsigned *free_space);
