@@ -63,9 +63,8 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	uint64_t t, done = 0;
 	int rc = 0;
 
-	/* relaxed: both ordered by the claim's acquire (set before ours) */
-	if (atomic_load_explicit(&pr->retired, memory_order_relaxed) ||
-	    atomic_load_explicit(&pr->flusher_err, memory_order_relaxed)) {
+	/* relaxed: ordered by the claim's acquire (set before ours) */
+	if (atomic_load_explicit(&pr->flusher_err, memory_order_relaxed)) {
 		bpi_producer_release(pr, h, 0);
 		return false;
 	}
@@ -136,8 +135,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		/* relaxed: hints; flusher_submit re-reads them under claim */
 		if ((c & (CLAIM_BUSY | CLAIM_CLOSED | CLAIM_IDLE)) ||
 		    atomic_load_explicit(&pr->flusher_err,
-					 memory_order_relaxed) ||
-		    atomic_load_explicit(&pr->retired, memory_order_relaxed))
+					 memory_order_relaxed))
 			continue; /* the claim's owner takes all it sees */
 		/* acquire: the jobs and times below tail (owner's release) */
 		t = atomic_load_explicit(&pr->tail, memory_order_acquire);
@@ -403,6 +401,13 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
 
 	for (;;) {
+		/*
+		 * Closed already: by the owner's bp_producer_destroy (what its
+		 * last flush could not submit is the owner's), or by an owner
+		 * that met a closed intake. claim_end says what is drain's.
+		 */
+		if (c & CLAIM_CLOSED)
+			return true;
 		if (c & CLAIM_BUSY) {
 			/* without a deadline in slices, saying what it waits
 			 * for */
@@ -431,13 +436,6 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 	 * store is seen below (producer.c, closed_after_stage).
 	 */
 	bpi_barrier_all();
-	/*
-	 * A handle being destroyed: its owner keeps what its own flush could
-	 * not submit (bp_producer_destroy returns that error), so drain takes
-	 * none of it. relaxed: ordered by our claim's acquire after destroy's.
-	 */
-	if (atomic_load_explicit(&pr->retired, memory_order_relaxed))
-		submit = false;
 	/* acquire: the jobs below tail (pairs with the owner's release) */
 	atomic_store_explicit(
 		&pr->claim_end,

@@ -90,42 +90,55 @@ uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
 	/*
 	 * A claim in progress is the owner's blocking submit (it ends as soon
 	 * as ingress has room) or a flusher's or drain's slice, which never
-	 * waits. -EINTR is a signal, not
-	 * the end of the claim: wait again. At the deadline (a drain with a
-	 * timeout) the word is returned still busy.
+	 * waits. The word is looked at again after every wake-up: a claim that
+	 * ended may be followed at once by the next (the owner's or the
+	 * flusher's), and a busy word says "the deadline passed" only once it
+	 * has. -EINTR is a signal, not the end of the claim: wait again.
 	 */
 	for (;;) {
-		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		/* acquire: pairs with bpi_producer_release */
+		uint64_t c =
+			atomic_load_explicit(&pr->claim, memory_order_acquire);
+		int64_t left;
 
+		if (!(c & CLAIM_BUSY))
+			return c;
+		left = deadline < 0 ? -1 : deadline - bp_now_ns();
 		if (deadline >= 0 && left <= 0)
-			break;
-		if (bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
-				  claim_free, pr, left) > 0)
-			break;
+			return c; /* still busy at the deadline */
+		bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
+			      claim_free, pr, left);
 	}
-	/* acquire: pairs with bpi_producer_release */
-	return atomic_load_explicit(&pr->claim, memory_order_acquire);
 }
 
-/*
- * The owner claims and submits everything staged. wait: a claim in progress
- * (the flusher's, or drain's) is waited for, then what is left is claimed;
- * otherwise it is left to that claim's owner. unstage_last: on an error,
- * the job the caller just staged is taken back (before the claim ends, so
- * nobody else can submit it), since the caller reports it as not taken.
- */
-static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
+/* How the owner flushes (own_flush). */
+enum {
+	/* a claim in progress is waited for, then what is left is claimed;
+	 * without it, that claim's owner takes what it sees */
+	OWN_WAIT = 1,
+	/* on an error, the job the caller just staged is taken back (before
+	 * the claim ends, so nobody else can submit it): the caller reports
+	 * it as not taken */
+	OWN_UNSTAGE_LAST = 2,
+	/* bp_producer_destroy: claim even with nothing staged, and end the
+	 * claim closing the handle, so that nobody (flusher, drain) submits
+	 * what a failed flush leaves to the caller */
+	OWN_CLOSE = 4,
+};
+
+/* The owner claims and submits everything staged. */
+static int own_flush(struct bp_producer *pr, unsigned how)
 {
 	/* acquire: pairs with bpi_producer_release */
 	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
 	uint64_t h, done = 0;
 	/* relaxed: the owner's own store */
 	uint64_t t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
-	int rc;
+	int rc = 0;
 
 	for (;;) {
 		if (c & CLAIM_BUSY) {
-			if (!wait)
+			if (!(how & OWN_WAIT))
 				return 0;
 			/* short: the flusher's and drain's claims never wait */
 			c = bpi_producer_wait_claim(pr, -1);
@@ -138,7 +151,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 
 			if (end >= t)
 				return 0; /* drain submits them all */
-			if (unstage_last && end < t)
+			if (how & OWN_UNSTAGE_LAST)
 				/*
 				 * The job just staged (t - 1) is not drain's:
 				 * take it back, the caller is told it was not
@@ -148,7 +161,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 						      memory_order_relaxed);
 			return -EPIPE;
 		}
-		if (bpi_claim_head(c) == t)
+		if (bpi_claim_head(c) == t && !(how & OWN_CLOSE))
 			return 0; /* nothing staged */
 		/* acquire: the previous claimer's slot reads come first */
 		if (atomic_compare_exchange_weak_explicit(
@@ -157,7 +170,9 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 			break;
 	}
 	h = bpi_claim_head(c);
-	if ((h & pr->mask) + (t - h) <= pr->cap) {
+	if (h == t) {
+		/* nothing staged (OWN_CLOSE) */
+	} else if ((h & pr->mask) + (t - h) <= pr->cap) {
 		/* the usual case: one run, no wrap */
 		rc = bp_pipeline_submit(pr->p, pr->slots + (h & pr->mask),
 					(unsigned)(t - h), 0, -1);
@@ -168,7 +183,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 	} else {
 		rc = bpi_producer_submit_range(pr, h, t, &done);
 	}
-	if (rc < 0 && unstage_last && h + done < t) {
+	if (rc < 0 && (how & OWN_UNSTAGE_LAST) && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
 		atomic_store_explicit(&pr->tail, t - 1, memory_order_relaxed);
 	}
@@ -180,7 +195,7 @@ static int own_flush(struct bp_producer *pr, bool wait, bool unstage_last)
 	saw_head(pr, h + done);
 	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
 	/* -EPIPE: intake is closed for good, and so is the handle */
-	if (rc == -EPIPE)
+	if (rc == -EPIPE || (how & OWN_CLOSE))
 		bpi_producer_close_at(pr, h + done);
 	else
 		bpi_producer_release(pr, h + done, 0);
@@ -290,9 +305,9 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 						 memory_order_relaxed),
 			    deadline_ns);
 	if (t + 1 >= pr->batch_end)
-		return own_flush(pr, false, true);
+		return own_flush(pr, OWN_UNSTAGE_LAST);
 	if (now >= pr->due_ns)
-		return own_flush(pr, true, true);
+		return own_flush(pr, OWN_WAIT | OWN_UNSTAGE_LAST);
 	if (h == t) /* still staged, and the oldest: a new batch */
 		announce_batch(p, now, deadline_ns);
 	return 0;
@@ -314,7 +329,7 @@ static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 	 */
 	if (c & CLAIM_CLOSED)
 		return -EPIPE;
-	return t == pr->room_end ? own_flush(pr, true, false) : 0;
+	return t == pr->room_end ? own_flush(pr, OWN_WAIT) : 0;
 }
 
 /* bp_now_ns, inlined: one call fewer per job. */
@@ -366,9 +381,9 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 	if (c != pr->claim_seen)
 		return claim_changed(pr, c, t, now);
 	if (t + 1 >= pr->batch_end)
-		return own_flush(pr, false, true);
+		return own_flush(pr, OWN_UNSTAGE_LAST);
 	if (now >= pr->due_ns)
-		return own_flush(pr, true, true);
+		return own_flush(pr, OWN_WAIT | OWN_UNSTAGE_LAST);
 	return 0;
 }
 
@@ -378,7 +393,7 @@ int bp_producer_flush(struct bp_producer *pr)
 		return -EINVAL;
 	if (pr->detached)
 		return bp_producer_staged(pr) ? -EPIPE : 0;
-	return own_flush(pr, true, false);
+	return own_flush(pr, OWN_WAIT);
 }
 
 unsigned bp_producer_staged(const struct bp_producer *pr)
@@ -460,12 +475,13 @@ int bp_producer_destroy(struct bp_producer *pr)
 	if (!pr)
 		return 0;
 	/*
-	 * The flusher leaves the handle alone from here: jobs a failed flush
-	 * leaves staged are the caller's. Relaxed: the flusher re-reads it
-	 * under its claim, which is ordered after ours or waited for.
+	 * The last flush closes the handle as it ends its claim: jobs it
+	 * could not submit are the caller's (the error says so), and neither
+	 * the flusher nor a drain takes them after it. A drain that closed
+	 * the handle first submits everything it saw staged (0 here).
 	 */
-	atomic_store_explicit(&pr->retired, 1, memory_order_relaxed);
-	rc = bp_producer_flush(pr);
+	rc = pr->detached ? bp_producer_flush(pr)
+			  : own_flush(pr, OWN_WAIT | OWN_CLOSE);
 	/* a drain holding the handle frees it when it is done with it */
 	if (pr->detached || bpi_flusher_remove(pr->p, pr))
 		bpi_producer_free(pr);

@@ -14,8 +14,11 @@
  * claim at a time, so the jobs of one handle enter the pipeline in the order
  * they were staged, whoever submits them.
  *
- * Drain sets CLAIM_CLOSED with its claim and never clears it: a closed
- * handle takes nothing more. A handle created before bp_pipeline_start
+ * Drain sets CLAIM_CLOSED with its claim, and so does the owner's last
+ * flush in bp_producer_destroy (or an owner's submit that met a closed
+ * intake); nobody clears it: a closed handle takes nothing more, and only
+ * the jobs below claim_end are anyone's but the owner's (drain submits
+ * them). A handle created before bp_pipeline_start
  * carries CLAIM_IDLE until start clears it: the owner's one look at the
  * claim word per job also tells it whether the pipeline runs. Producers learn
  * about claims by loading the claim word after their tail store; the other side
@@ -55,7 +58,6 @@ struct bp_producer {
 	 */
 	_Atomic uint64_t claim_end;
 	_Atomic int flusher_err;    /* the flusher's last submit failed */
-	_Atomic int retired;	    /* being destroyed: the flusher keeps off */
 	bool detached;		    /* its pipeline was destroyed first */
 	bool drain_claimed;  /* the stopper's: drain closed and submits it */
 	unsigned drain_pins; /* under the registry lock: drain is using it */
