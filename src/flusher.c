@@ -231,7 +231,7 @@ static void *flusher_main(void *arg)
 		if (next < 0 || (next2 >= 0 && next2 < next))
 			next = next2; /* never later than announced */
 		bpi_waitq_sleep(&fl->wq, key,
-			       next); /* woken, timed out, EINTR */
+				next); /* woken, timed out, EINTR */
 		bpi_waitq_cancel(&fl->wq);
 		/* relaxed: awake, producers need not wake us (0 < any due) */
 		atomic_store_explicit(&fl->sleep_until, 0,
@@ -254,8 +254,8 @@ static int start_flusher(struct bp_pipeline *p)
 	/* relaxed: the thread starts after (pthread_create orders it) */
 	atomic_store_explicit(&fl->sleep_until, 0, memory_order_relaxed);
 	/* signals blocked, the config's thread hooks, named bp-flush-0 */
-	rc = bpi_pipeline_thread_start(p, &fl->thread, BP_THREAD_FLUSHER, 0,
-				       -1, flusher_main, p);
+	rc = bpi_pipeline_thread_start(p, &fl->thread, BP_THREAD_FLUSHER, 0, -1,
+				       flusher_main, p);
 	if (rc) {
 		bpi_log(p, BP_LOG_ERROR, "cannot start the flusher: %s",
 			bp_strerror(rc));

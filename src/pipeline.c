@@ -450,6 +450,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 				js[i]->seq = (pos + i) & SEQ_MASK;
 				js[i]->submit_ns = now;
 				js[i]->status = BP_JOB_OK;
+				js[i]->pipeline_word = JOB_SUBMITTED;
 			}
 			bpi_ring_publish(p->ingress, pos, (void *const *)js,
 					 (unsigned)k);
@@ -615,13 +616,21 @@ static void check_conservation(struct bp_pipeline *p, const char *who)
 {
 	struct bp_pipeline_stats s;
 
+	uint64_t delivered, repeats = stat_get(&p->st_repeats);
+
 	bp_pipeline_stats(p, &s);
-	if (s.submitted != s.ok + s.failed + s.cancelled)
+	delivered = s.ok + s.failed + s.cancelled;
+	if (s.submitted != delivered || repeats)
 		bpi_log(p, BP_LOG_ERROR,
-			"%s: %llu jobs submitted but %llu delivered: the stage "
-			"lost jobs (a refused completion?)",
+			"%s: %llu jobs submitted, %llu delivered: %llu "
+			"missing; "
+			"the sink refused %llu repeated completions",
 			who, (unsigned long long)s.submitted,
-			(unsigned long long)(s.ok + s.failed + s.cancelled));
+			(unsigned long long)delivered,
+			(unsigned long long)(s.submitted > delivered
+						     ? s.submitted - delivered
+						     : 0),
+			(unsigned long long)repeats);
 }
 
 static bool stopped(struct bp_pipeline *p)
@@ -652,12 +661,12 @@ static int stopped_or_unjoined(void *arg)
  * An abort during a drain still takes effect: workers check the flag on
  * every pass.
  */
-static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
-		const char *who)
+static int stop_in(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
+		   const char *who)
 {
 	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
 	struct bp_wait_policy pol;
-	int st = P_RUNNING;
+	int st = P_RUNNING, handles_rc = 0;
 
 	if (bpi_self_is(p)) {
 		bpi_log(p, BP_LOG_ERROR,
@@ -674,10 +683,12 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 						    memory_order_acq_rel,
 						    memory_order_acquire)) {
 		/*
-		 * Producer handles' staged jobs go in before intake closes
-		 * (a failure is logged: they stay with their handles).
+		 * Producer handles' staged jobs go in before intake closes.
+		 * A failure (the deadline came first) is logged: they stay
+		 * with their handles, and this stopper does not return 0,
+		 * since jobs a submit accepted did not reach the sink.
 		 */
-		bpi_flusher_close(p, deadline);
+		handles_rc = bpi_flusher_close(p, deadline);
 		/* producers get -EPIPE from here on */
 		bp_ring_close(p->ingress);
 		bpi_flusher_join(p);
@@ -696,7 +707,7 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 		int expect = 0, rc;
 
 		if (stopped(p))
-			return 0;
+			return handles_rc;
 		/* acquire: the previous joiner's joins and flags are visible */
 		if (atomic_compare_exchange_strong_explicit(
 			    &p->joiner, &expect, 1, memory_order_acquire,
@@ -713,7 +724,7 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 					      memory_order_release);
 			bpi_waitq_wake_all_slow(&p->stop_wq);
 			if (rc == 0)
-				return 0;
+				return handles_rc;
 			break;
 		}
 		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
@@ -728,6 +739,39 @@ static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 	atomic_store_explicit(&p->stop_gave_up, 1, memory_order_relaxed);
 	report_stall(p, BP_LOG_ERROR, who, "timed out");
 	return -ETIMEDOUT;
+}
+
+/*
+ * Every stopper is counted while inside, so that destroy can wait for one
+ * that another thread's stop has not yet let go of p (it may still be in
+ * its wait loop when the pipeline is stopped and another caller returns).
+ */
+static int stop(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
+		const char *who)
+{
+	int rc;
+
+	/* relaxed: destroy only needs the count, ordered by the release */
+	atomic_fetch_add_explicit(&p->stoppers, 1, memory_order_relaxed);
+	rc = stop_in(p, abort, timeout_ns, who);
+	/* release: our last use of p before destroy's acquire frees it */
+	atomic_fetch_sub_explicit(&p->stoppers, 1, memory_order_release);
+	return rc;
+}
+
+/*
+ * destroy's own stop has returned, so the pipeline is stopped: every other
+ * stopper is on its way out. It touches p until its count drops, so wait
+ * for that, polling (cold path; nothing may wake us from p once it is out).
+ */
+static void wait_stoppers_out(struct bp_pipeline *p)
+{
+	/* acquire: pairs with stop()'s release */
+	while (atomic_load_explicit(&p->stoppers, memory_order_acquire) != 0) {
+		struct timespec ts = {0, 100000};
+
+		nanosleep(&ts, NULL);
+	}
 }
 
 int bp_pipeline_drain_timeout(struct bp_pipeline *p, int64_t timeout_ns)
@@ -767,6 +811,7 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 			"aborting, and waiting without a limit for the stage "
 			"to complete or cancel what it holds");
 	stop(p, gave_up, -1, "bp_pipeline_destroy");
+	wait_stoppers_out(p);
 	bpi_flusher_destroy(p);
 	free_pipeline(p);
 }
@@ -929,7 +974,8 @@ int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 
 	if (rc)
 		return rc;
-	rc = reconfigure(p, edit_batch, &max_batch, "bp_pipeline_set_max_batch");
+	rc = reconfigure(p, edit_batch, &max_batch,
+			 "bp_pipeline_set_max_batch");
 
 	if (rc == 0)
 		/* relaxed: producers pick it up on their next call */
@@ -963,7 +1009,8 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 	}
 	int rc = live_change_check(p, true, "bp_pipeline_set_worker_wait");
 
-	return rc ? rc : reconfigure(p, edit_wait, w, "bp_pipeline_set_worker_wait");
+	return rc ? rc
+		  : reconfigure(p, edit_wait, w, "bp_pipeline_set_worker_wait");
 }
 
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
@@ -972,5 +1019,6 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
 		return -EINVAL;
 	int rc = live_change_check(p, true, "bp_pipeline_set_stage_ctx");
 
-	return rc ? rc : reconfigure(p, edit_ctx, &ctx, "bp_pipeline_set_stage_ctx");
+	return rc ? rc
+		  : reconfigure(p, edit_ctx, &ctx, "bp_pipeline_set_stage_ctx");
 }

@@ -18,6 +18,15 @@
 #include "ring_internal.h"
 #include "waitq.h"
 
+/*
+ * bp_job.pipeline_word: submit stamps JOB_SUBMITTED, bp_worker_complete
+ * accepts only a job that carries it and marks it JOB_COMPLETED, so a job
+ * completed twice is told from one completed once (worker.c). Values that
+ * uninitialised memory is unlikely to hold.
+ */
+#define JOB_SUBMITTED 0x62705375u /* "bpSu" */
+#define JOB_COMPLETED 0x6270436fu /* "bpCo" */
+
 /* The pipeline's seqs are ingress positions: they wrap with them. */
 #define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
@@ -40,7 +49,7 @@ struct bp_worker {
 	void *state;
 	struct bp_ring *egress; /* this worker -> sink, single/single */
 	struct bp_job **buf;	/* dequeue buffer, max_inflight entries */
-	struct bp_job **done;	/* completed: [dhead, dend) not yet handed off */
+	struct bp_job **done; /* completed: [dhead, dend) not yet handed off */
 	unsigned dhead, dend;
 	unsigned done_cap;
 	uint64_t taken;	 /* jobs ever taken from ingress */
@@ -94,7 +103,7 @@ struct bpi_flusher {
 	_Atomic uint64_t walks; /* odd while the flusher walks the handles */
 	/* when the flusher wakes by itself; 0 while awake */
 	alignas(BP_FALSE_SHARING) _Atomic int64_t sleep_until;
-	struct bpi_waitq wq;	 /* the flusher sleeps here */
+	struct bpi_waitq wq;	  /* the flusher sleeps here */
 	struct bpi_waitq walk_wq; /* handle removal waits here for a walk */
 };
 
@@ -127,23 +136,26 @@ struct bp_pipeline {
 	_Atomic int start_go; /* 1: run, -1: start failed, exit */
 	_Atomic unsigned inits_done;
 	struct bpi_waitq start_wq;
-	struct bpi_waitq stop_wq; /* stoppers wait here, for threads or others */
-	_Atomic int start_called; /* one bp_pipeline_start, ever */
-	_Atomic int joiner;	  /* 1: a stopper is joining the threads */
-	_Atomic int stop_gave_up; /* a drain or abort returned -ETIMEDOUT */
+	struct bpi_waitq
+		stop_wq; /* stoppers wait here, for threads or others */
+	_Atomic int start_called;  /* one bp_pipeline_start, ever */
+	_Atomic int joiner;	   /* 1: a stopper is joining the threads */
+	_Atomic int stop_gave_up;  /* a drain or abort returned -ETIMEDOUT */
+	_Atomic unsigned stoppers; /* drain, abort, destroy calls inside */
 
 	/* sink */
 	pthread_t sink_thread;
 	bool sink_started;
-	_Atomic int sink_exited; /* 1: the sink is done with the pipeline */
+	_Atomic int sink_exited;  /* 1: the sink is done with the pipeline */
 	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
-	bool *sink_ended;	/* per worker: its egress stream has ended */
+	bool *sink_ended;	  /* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
 	struct bp_job **window; /* ordered mode: reorder window, by seq */
 	uint32_t *window_worker; /* ordered mode: who handed each window job */
 	uint64_t window_mask;
 	uint64_t next_seq;
 	bp_counter st_ok, st_failed, st_cancelled, st_sink_batches;
+	bp_counter st_repeats; /* completions the sink refused (seq seen) */
 	bp_counter st_lat[BP_LAT_BUCKETS];
 
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;

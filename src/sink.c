@@ -86,6 +86,7 @@ refuse_repeat(struct bp_pipeline *p, const struct bp_job *j, unsigned worker,
 		"sink: job seq %llu from worker %u was completed twice: "
 		"not delivered again",
 		(unsigned long long)j->seq, worker);
+	stat_add(&p->st_repeats, 1);
 	credit[worker]++;
 }
 

@@ -128,9 +128,8 @@ static inline uint64_t in_stage(const struct bp_worker *w)
 /*
  * A completion that would complete more jobs than the stage holds, or a
  * NULL or odd job pointer (the egress ring does not check items again),
- * is refused whole: accepting part of it could hand the sink a job twice,
- * and the counts that find the overrun cannot tell which jobs are the
- * repeated ones.
+ * is refused whole: accepting part of it could hand the sink another
+ * worker's job.
  */
 static int __attribute__((noinline, cold))
 refuse(struct bp_worker *w, unsigned n, const char *why)
@@ -140,6 +139,30 @@ refuse(struct bp_worker *w, unsigned n, const char *why)
 		"accepted: %s (the stage holds %llu)",
 		w->id, n, why, (unsigned long long)in_stage(w));
 	return -EINVAL;
+}
+
+/* An overrun found after k jobs were marked: they are the stage's again. */
+static int __attribute__((noinline, cold))
+refuse_overrun(struct bp_worker *w, struct bp_job **marked, unsigned k,
+	       unsigned n)
+{
+	for (unsigned i = 0; i < k; i++)
+		marked[i]->pipeline_word = JOB_SUBMITTED;
+	return refuse(w, n,
+		      "more than the stage holds (another worker's job, or "
+		      "one this worker never took)");
+}
+
+/* Jobs of one call that were completed already: skipped, logged once. */
+static void __attribute__((noinline, cold))
+log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
+	    unsigned n)
+{
+	bpi_log(w->p, BP_LOG_ERROR,
+		"worker %u: bp_worker_complete: %u of %u jobs refused: "
+		"completed already (the first: job seq %llu); the other %u "
+		"accepted",
+		w->id, repeats, n, (unsigned long long)first->seq, n - repeats);
 }
 
 /*
@@ -191,32 +214,54 @@ static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
 }
 #endif
 
+/*
+ * Each job is checked and marked in its pipeline_word (a load and a store
+ * in the line whose status the stage has just set): a job completed twice,
+ * in one call or two, is refused by itself, and the others are accepted,
+ * so a repeat can neither reach the sink twice nor eat the count of a job
+ * the stage still holds.
+ */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
+	const struct bp_job *first_repeat = NULL;
+	struct bp_job **out;
+	unsigned k = 0, repeats = 0;
+	uint64_t room;
 
 	if (!w)
 		return -EINVAL;
 	if (!jobs && n)
 		return refuse(w, n, "NULL jobs");
-	if (n > in_stage(w))
-		return refuse(w, n,
-			      "more than the stage holds (a job "
-			      "completed twice, or another worker's)");
+	if (bad_pointers(jobs, n))
+		return refuse(w, n, "a NULL or odd job pointer");
+	room = in_stage(w);
 	/* done has room for every job the worker may hold (max_inflight) */
-	if (w->dend + n > w->done_cap && w->dhead) {
+	if (w->dend + (n < room ? n : room) > w->done_cap && w->dhead) {
 		/* the sink fell behind mid-run: slide what is left down */
 		memmove(w->done, w->done + w->dhead,
 			pending(w) * sizeof(*w->done));
 		w->dend -= w->dhead;
 		w->dhead = 0;
 	}
-	if (bad_pointers(jobs, n))
-		return refuse(w, n, "a NULL or odd job pointer");
-	if (n) /* jobs may be NULL for n == 0: memcpy wants a pointer */
-		memcpy(&w->done[w->dend], jobs, n * sizeof(*jobs));
-	w->dend += n;
-	stat_add(&w->st_completed, n);
-	return (int)n;
+	out = w->done + w->dend;
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_job *j = jobs[i];
+
+		if (__builtin_expect(j->pipeline_word != JOB_SUBMITTED, 0)) {
+			if (!repeats++)
+				first_repeat = j;
+			continue;
+		}
+		if (__builtin_expect(k == room, 0))
+			return refuse_overrun(w, out, k, n);
+		j->pipeline_word = JOB_COMPLETED;
+		out[k++] = j;
+	}
+	if (repeats)
+		log_repeats(w, first_repeat, repeats, n);
+	w->dend += k;
+	stat_add(&w->st_completed, k);
+	return (int)k;
 }
 
 /*

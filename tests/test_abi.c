@@ -17,12 +17,14 @@
 
 #if defined(__x86_64__) && defined(__LP64__)
 /* embedded in every job: the first cache line is the pipeline's */
-_Static_assert(sizeof(struct bp_job) == 88, "struct bp_job size");
+_Static_assert(sizeof(struct bp_job) == 96, "struct bp_job size");
 _Static_assert(offsetof(struct bp_job, seq) == 0, "bp_job.seq");
 _Static_assert(offsetof(struct bp_job, submit_ns) == 8, "bp_job.submit_ns");
 _Static_assert(offsetof(struct bp_job, status) == 16, "bp_job.status");
 _Static_assert(offsetof(struct bp_job, stage_word) == 20, "bp_job.stage_word");
-_Static_assert(offsetof(struct bp_job, op_context) == 24, "bp_job.op_context");
+_Static_assert(offsetof(struct bp_job, pipeline_word) == 24,
+	       "bp_job.pipeline_word");
+_Static_assert(offsetof(struct bp_job, op_context) == 32, "bp_job.op_context");
 /* on the caller's stack, filled by the zero-copy calls */
 _Static_assert(sizeof(struct bp_ring_zc) == 56, "struct bp_ring_zc size");
 _Static_assert(sizeof(struct bp_wait_policy) == 12, "bp_wait_policy size");

@@ -30,6 +30,13 @@ struct bp_job {
 	 * it */
 	uint32_t stage_word;
 	/*
+	 * The pipeline's own word: it marks a job as submitted and not yet
+	 * completed, so that a stage completing a job twice is refused.
+	 * Nobody else writes it; reserved_ is never read.
+	 */
+	uint32_t pipeline_word;
+	uint32_t reserved_;
+	/*
 	 * Per-operation context for an asynchronous stage: room and alignment
 	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can
 	 * pass job->op_context as the operation context and find the job again

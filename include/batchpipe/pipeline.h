@@ -180,10 +180,13 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 /*
  * Stop intake, let the workers finish every job, deliver everything, join
  * the threads, waiting up to timeout_ns (< 0: no limit). Returns 0 once
- * every job was delivered and the threads joined (also when already
- * drained or aborted, or never started); -ETIMEDOUT at the deadline, after
- * logging (BP_LOG_ERROR) which workers still hold how many jobs (taken,
- * completed, handed to the sink) and whether the sink is behind; -EDEADLK
+ * every job was delivered, those that producer handles had staged
+ * included, and the threads joined (also when already drained or aborted,
+ * or never started); -ETIMEDOUT at the deadline, after logging
+ * (BP_LOG_ERROR) which workers still hold how many jobs (taken, completed,
+ * handed to the sink) and whether the sink is behind, or when a handle's
+ * owner held its staged jobs in a blocked submit past it (they stay
+ * staged, and the handle's calls return -EPIPE with them); -EDEADLK
  * (logged) from a stage or sink callback of this pipeline, which would wait
  * for its own thread; -EINVAL for NULL.
  *
@@ -223,8 +226,10 @@ int bp_pipeline_abort(struct bp_pipeline *p);
  * thread uses: it waits without a limit for the threads (logging every
  * 10 s what it waits for), so a stage that neither completes nor cancels
  * its jobs blocks it for ever. NULL is accepted. From a stage or sink
- * callback of this pipeline it logs an error and does nothing. No other
- * call on the pipeline may be running or follow.
+ * callback of this pipeline it logs an error and does nothing. A drain,
+ * drain_timeout or abort already running in another thread is waited for
+ * until it has returned; no other call on the pipeline may be running, and
+ * none may begin once destroy has.
  */
 void bp_pipeline_destroy(struct bp_pipeline *p);
 

@@ -86,16 +86,17 @@ struct bp_stage {
  * callback, fini excepted). Each job must be one this worker took and has
  * not completed.
  *
- * Returns n: every job was accepted. Returns -EINVAL (logged, naming the
- * worker) and accepts none of the n, which stay the stage's as before the
- * call, when n is more than the jobs the stage holds (taken and not yet
- * completed: a job completed twice, or another worker's), when a job
- * pointer is NULL or odd, or jobs is NULL with n > 0; -EINVAL without a log
- * for a NULL w. The check counts jobs: a job completed twice while the
- * stage still holds as many others is accepted; with ordered output the
- * sink then refuses the repeat (logged, not delivered again), without it
- * the sink gets the job twice. Either way a later completion overruns and
- * is refused (logged), and a drain that finds jobs lost logs that too.
+ * Returns the number of jobs accepted: n, or fewer when some were
+ * completed already (twice in this call, or in an earlier one): each such
+ * repeat is refused by itself (logged, naming the worker and the first
+ * repeated job's seq) and the other jobs are accepted, so a repeat never
+ * reaches the sink twice and never stands in for a job the stage still
+ * holds. Returns -EINVAL (logged, naming the worker) and accepts none of
+ * the n, which stay the stage's as before the call, when a job pointer is
+ * NULL or odd, jobs is NULL with n > 0, or the jobs not completed already
+ * are more than the stage holds (another worker's job, or one this worker
+ * never took); -EINVAL without a log for a NULL w. A job is told completed
+ * by its pipeline_word (job.h), which submit sets again.
  */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n);
 

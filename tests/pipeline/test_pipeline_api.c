@@ -1079,6 +1079,7 @@ static void test_drain_last_publication(void **unused)
 	j.hdr.seq = pos & SEQ_MASK;
 	j.hdr.submit_ns = bp_now_ns();
 	j.hdr.status = BP_JOB_OK;
+	j.hdr.pipeline_word = JOB_SUBMITTED;
 	d.p = p;
 	atomic_init(&d.done, 0);
 	assert_int_equal(pthread_create(&t, NULL, drain_thread, &d), 0);

@@ -7,8 +7,9 @@
  *     -ETIMEDOUT and logs who holds what (and the stage's stall_report);
  *     drain, abort or destroy continue
  *     from there; several stoppers at once, with and without timeouts;
- *   - a job completed twice: refused by the worker (or, with ordered
- *     output, by the sink), never delivered twice;
+ *   - a job completed twice (in one call or two): that repeat refused by
+ *     the worker, the other jobs accepted, never delivered twice, never a
+ *     wedged ordered pipeline;
  *   - drain, abort, destroy, a blocking submit and the live changes from a
  *     stage or sink callback: -EDEADLK (destroy: nothing), not a hang;
  *   - the stage table may go away after create (a compound literal in a
@@ -39,6 +40,7 @@
 #include <batchpipe/batchpipe.h>
 
 #include "pt_common.h"
+#include "src/pipeline_internal.h" /* stoppers: who is inside */
 
 PT_DEFINE_GLOBALS;
 
@@ -520,6 +522,54 @@ static void test_concurrent_stoppers(void **unused)
 }
 
 /*
+ * Two stoppers in other threads are inside (waiting on a stage that holds
+ * its jobs), the stage lets go, and the main thread's drain returns first:
+ * destroy right after it must wait until they are out of the pipeline (a
+ * stopper still in its wait loop wrote freed memory, seen by ASAN).
+ */
+static void test_destroy_waits_for_stoppers(void **unused)
+{
+	enum { STOPPERS = 6 };
+
+	(void)unused;
+	pt_watchdog_arm(120, "test_destroy_waits_for_stoppers");
+	for (unsigned r = 0; r < 100; r++) {
+		struct fix f;
+		struct tjob j[8];
+		struct stopper st[STOPPERS];
+		int64_t end = pt_now_ns() + 10000 * MS;
+
+		start_holding(&f, &hold_stage, j, 8, 8);
+		for (unsigned i = 0; i < STOPPERS; i++)
+			stopper_go(&st[i], f.p, i % 2 ? -1 : 60000 * MS);
+		/* all inside before destroy: none may begin after it */
+		while (atomic_load(&f.p->stoppers) < STOPPERS &&
+		       pt_now_ns() < end)
+			pt_sleep_ns(100000);
+		assert_int_equal(atomic_load(&f.p->stoppers), STOPPERS);
+		/* the stage lets go, or the main thread aborts */
+		if (r % 3 == 1) {
+			assert_int_equal(bp_pipeline_abort(f.p), 0);
+		} else {
+			atomic_store(&f.release, 1);
+			if (r % 3 == 0)
+				assert_int_equal(bp_pipeline_drain(f.p), 0);
+			else /* as a drain that returns once it sees stopped */
+				while (atomic_load(&f.p->state) != P_STOPPED)
+					;
+		}
+		bp_pipeline_destroy(f.p); /* the others may still be inside */
+		for (unsigned i = 0; i < STOPPERS; i++) {
+			pthread_join(st[i].t, NULL);
+			assert_int_equal(atomic_load(&st[i].rc), 0);
+		}
+		assert_int_equal(sink_seen(&f), 8);
+	}
+	pt_watchdog_disarm();
+	assert_int_equal(pt_failures(), 0);
+}
+
+/*
  * An abort from another thread while a drain without a limit waits on a
  * stage that holds its jobs: the cancel callback runs, both return.
  */
@@ -613,7 +663,7 @@ static void twice_process(void *state, struct bp_worker *w,
 	if (bp_worker_complete(w, jobs, n) != (int)n)
 		pt_fail("first completion refused");
 	rc = bp_worker_complete(w, jobs, n);
-	if (rc != -EINVAL)
+	if (rc != 0)
 		pt_fail("second completion returned %d", rc);
 	atomic_fetch_add(&f->calls_done, 1);
 }
@@ -639,78 +689,99 @@ static void test_complete_twice_refused(void **unused)
 	assert_int_equal(bp_pipeline_drain(f.p), 0);
 	assert_int_equal(sink_seen(&f), 64); /* each once: see sink */
 	assert_conservation(&f);
-	assert_true(logged("worker 0: bp_worker_complete of "));
-	assert_true(logged("refused, none accepted: more than the stage "
-			   "holds"));
+	assert_true(logged("worker 0: bp_worker_complete: "));
+	assert_true(logged("jobs refused: completed already"));
+	assert_false(strstr(logs.all, "missing"));
 	bp_pipeline_destroy(f.p);
 	assert_int_equal(pt_failures(), 0);
 }
 
 /*
- * An asynchronous stage holding two jobs completes the first twice: the
- * counts cannot tell (the stage holds two), so the worker accepts it; the
- * ordered sink refuses the repeat, the later completion of the second job
- * overruns and is refused, and the drain reports the job lost.
+ * An asynchronous stage holding three jobs A, B, C completes {A, A}, then
+ * A again, then {B, C}. Each repeat is refused by itself: A is accepted
+ * once, B and C after it, all three reach the sink once, and nothing
+ * wedges. (The worker used to count jobs only: {A, A} passed as two of the
+ * three it held, the sink refused the repeat, {B, C} then overran and was
+ * refused, and an ordered pipeline waited for B's seq for good; unordered,
+ * A arrived twice and B never.)
  */
-/* its state is a hold_state (two of its slots used) */
-static void pair_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+/* its state is a hold_state (three of its slots used) */
+static void trio_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 			 unsigned n)
 {
 	struct hold_state *s = state;
 
 	(void)w;
-	for (unsigned i = 0; i < n && s->n < 2; i++)
+	for (unsigned i = 0; i < n && s->n < 3; i++)
 		s->held[s->n++] = jobs[i];
 }
 
-static void pair_poll(void *state, struct bp_worker *w)
+static void trio_poll(void *state, struct bp_worker *w)
 {
 	struct hold_state *s = state;
 	struct fix *f = bp_worker_stage_ctx(w);
 
-	if (s->n < 2 || atomic_load(&f->calls_done))
+	if (s->n < 3 || atomic_load(&f->calls_done))
 		return;
-	struct bp_job *first_twice[2] = {s->held[0], s->held[0]};
+	struct bp_job *a_twice[2] = {s->held[0], s->held[0]};
 
-	atomic_store(&f->rc[0], bp_worker_complete(w, first_twice, 2));
-	atomic_store(&f->rc[1], bp_worker_complete(w, &s->held[1], 1));
+	atomic_store(&f->rc[0], bp_worker_complete(w, a_twice, 2));
+	atomic_store(&f->rc[1], bp_worker_complete(w, &s->held[0], 1));
+	atomic_store(&f->rc[2], bp_worker_complete(w, &s->held[1], 2));
 	atomic_store(&f->calls_done, 1);
 }
 
-static const struct bp_stage pair_stage = {.name = "pair",
+static const struct bp_stage trio_stage = {.name = "trio",
 					   .init = hold_init,
-					   .process = pair_process,
-					   .poll = pair_poll,
+					   .process = trio_process,
+					   .poll = trio_poll,
 					   .fini = hold_fini};
 
-static void test_ordered_repeat_refused(void **unused)
+static void repeat_run(bool ordered)
 {
 	struct bp_pipeline_config c;
 	struct fix f;
-	struct tjob j[2];
-	struct bp_job *jp[2] = {&j[0].hdr, &j[1].hdr};
+	struct tjob j[3];
+	struct bp_job *jp[3] = {&j[0].hdr, &j[1].hdr, &j[2].hdr};
 
-	(void)unused;
-	pt_watchdog_arm(60, "test_ordered_repeat_refused");
 	fix_init(&f);
 	logs_reset();
-	tjobs_init(j, 2);
-	base_config(&c, &f, &pair_stage);
-	c.ordered = true;
+	tjobs_init(j, 3);
+	base_config(&c, &f, &trio_stage);
+	c.ordered = ordered;
 	make(&c, &f);
-	assert_int_equal(bp_pipeline_submit(f.p, jp, 2, 0, -1), 2);
+	assert_int_equal(bp_pipeline_submit(f.p, jp, 3, 0, -1), 3);
 	assert_true(wait_until(&f.calls_done, 1, 10000));
-	assert_int_equal(atomic_load(&f.rc[0]), 2);
-	assert_int_equal(atomic_load(&f.rc[1]), -EINVAL);
-	assert_int_equal(bp_pipeline_drain(f.p), 0);
-	/* the first job once, never twice (the sink fails the test then) */
-	assert_int_equal(sink_seen(&f), 1);
-	assert_int_equal(atomic_load(&j[0].delivered), 1);
-	assert_int_equal(atomic_load(&j[1].delivered), 0);
-	assert_true(logged("was completed twice: not delivered again"));
-	assert_true(logged("2 jobs submitted but 1 delivered"));
+	assert_int_equal(atomic_load(&f.rc[0]), 1);
+	assert_int_equal(atomic_load(&f.rc[1]), 0);
+	assert_int_equal(atomic_load(&f.rc[2]), 2);
+	/* bounded: an ordered pipeline waiting for B's seq trips it */
+	assert_int_equal(bp_pipeline_drain_timeout(f.p, 10000 * MS), 0);
+	assert_int_equal(sink_seen(&f), 3);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(atomic_load(&j[i].delivered), 1);
+	assert_conservation(&f);
+	assert_true(logged("bp_worker_complete: 1 of 2 jobs refused: "
+			   "completed already (the first: job seq 0); the "
+			   "other 1 accepted"));
+	assert_true(logged("bp_worker_complete: 1 of 1 jobs refused"));
+	assert_false(strstr(logs.all, "missing"));
 	bp_pipeline_destroy(f.p);
 	assert_int_equal(pt_failures(), 0);
+}
+
+static void test_ordered_repeat_refused(void **unused)
+{
+	(void)unused;
+	pt_watchdog_arm(60, "test_ordered_repeat_refused");
+	repeat_run(true);
+}
+
+static void test_unordered_repeat_refused(void **unused)
+{
+	(void)unused;
+	pt_watchdog_arm(60, "test_unordered_repeat_refused");
+	repeat_run(false);
 }
 
 /* NULL and odd job pointers are refused whole; NULL workers are harmless. */
@@ -1179,11 +1250,13 @@ int main(void)
 		cmocka_unit_test(test_drain_timeout_then_abort),
 		cmocka_unit_test(test_destroy_after_timeout_aborts),
 		cmocka_unit_test(test_concurrent_stoppers),
+		cmocka_unit_test(test_destroy_waits_for_stoppers),
 		cmocka_unit_test(test_abort_rescues_drain),
 		cmocka_unit_test(test_timeout_without_cancel),
 		cmocka_unit_test(test_drain_timeout_ok),
 		cmocka_unit_test(test_complete_twice_refused),
 		cmocka_unit_test(test_ordered_repeat_refused),
+		cmocka_unit_test(test_unordered_repeat_refused),
 		cmocka_unit_test(test_complete_bad_pointers),
 		cmocka_unit_test(test_deadlk_from_stage),
 		cmocka_unit_test(test_deadlk_from_sink),
