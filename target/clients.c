@@ -44,6 +44,10 @@ struct client {
 	enum client_state state;
 	bool out_armed; /* EPOLLOUT requested */
 	char name[96];
+	struct sockaddr_storage peer, local; /* the control connection */
+	/* endpoints a FILL of this client was allowed to write to */
+	struct bp_rdma_peer_desc fill_ok;
+	bool have_fill_ok;
 	int64_t accepted_ns;
 	int64_t partial_since_ns; /* first byte of an incomplete message */
 	void *mem;		  /* the region */
@@ -350,6 +354,43 @@ static int on_query(struct target *t, struct client *c, const struct bpi_msg *m)
 	return send_msg(t, c, &r);
 }
 
+/* The same endpoints (addresses, rail by rail) as an approved FILL's. */
+static bool same_endpoints(const struct bp_rdma_peer_desc *a,
+			   const struct bp_rdma_peer_desc *b)
+{
+	if (a->rails != b->rails)
+		return false;
+	for (unsigned i = 0; i < a->rails; i++)
+		if (a->rail[i].addrlen != b->rail[i].addrlen ||
+		    memcmp(a->rail[i].addr, b->rail[i].addr,
+			   a->rail[i].addrlen) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Whether the FILL's endpoints are the client's own (fillauth.c); the
+ * answer for one set of endpoints is kept for the connection's life, so a
+ * client filling again costs no second look through /proc.
+ */
+static int fill_allowed(struct target *t, struct client *c,
+			const struct bp_rdma_peer_desc *d)
+{
+	char why[256];
+	int rc;
+
+	if (c->have_fill_ok && same_endpoints(&c->fill_ok, d))
+		return 0;
+	rc = fill_auth_check(&c->peer, &c->local, d, why, sizeof(why));
+	if (rc < 0) {
+		tlog(t, 0, c, "fill refused: %s", why);
+		return rc;
+	}
+	c->fill_ok = *d;
+	c->have_fill_ok = true;
+	return 0;
+}
+
 static int on_fill(struct target *t, struct client *c, const struct bpi_msg *m)
 {
 	struct bpi_msg d = {.type = BPI_MSG_FILL_DONE};
@@ -358,6 +399,14 @@ static int on_fill(struct target *t, struct client *c, const struct bpi_msg *m)
 	if (c->fill != NULL) {
 		refuse(t, c, -EPROTO, "FILL while its fill is running");
 		return -1;
+	}
+	if (m->u.fill.desc.rails > BP_RDMA_MAX_RAILS) /* the parser's bound */
+		rc = -EINVAL;
+	else
+		rc = fill_allowed(t, c, &m->u.fill.desc);
+	if (rc < 0) {
+		d.u.done.status = rc;
+		return send_msg(t, c, &d);
 	}
 	rc = filler_start(t->filler, m, &c->fill);
 	if (rc < 0) {
@@ -541,6 +590,10 @@ void clients_accept(struct target *t)
 		}
 		c->id = ++t->next_id;
 		c->fd = fd;
+		c->peer = ss;
+		sl = sizeof(c->local);
+		if (getsockname(fd, (struct sockaddr *)&c->local, &sl) < 0)
+			c->local.ss_family = AF_UNSPEC; /* FILL is refused */
 		c->accepted_ns = now_ns();
 		snprintf(c->name, sizeof(c->name), "client %llu (%s:%u)",
 			 (unsigned long long)c->id, host, port);

@@ -7,6 +7,7 @@
  *   filler.c   the fill engine: a pipeline with the RDMA stage that writes
  *              generated pages into clients' regions
  *   auth.c     the token file and its constant-time check
+ *   fillauth.c whom a FILL may write to: the asking client's endpoints
  *   tlog.c     log lines on stderr
  *
  * Threads: the main thread owns every socket and every client; a fill
@@ -112,6 +113,16 @@ void clients_stop_fills(struct target *t);
 void clients_close_all(struct target *t);
 /* ms until the next thing clients_tick must do, at most 100 */
 int clients_next_tick_ms(const struct target *t);
+
+/*
+ * fillauth.c: may the client at the other end of a control connection
+ * (peer: its address, local: ours) have a FILL write to d's endpoints?
+ * 0, or -EACCES with the reason in why (for the log).
+ */
+struct sockaddr_storage;
+int fill_auth_check(const struct sockaddr_storage *peer,
+		    const struct sockaddr_storage *local,
+		    const struct bp_rdma_peer_desc *d, char *why, size_t n);
 
 /* filler.c */
 int filler_create(struct target *t, struct filler **out);

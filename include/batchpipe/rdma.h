@@ -429,8 +429,10 @@ const char *bp_rdma_conn_provider(const struct bp_rdma_conn *conn);
  * page generator's output (bp_rdma_fill_page, seeded with seed) into a
  * region of ours (d from bp_rdma_region_describe), in pages of page bytes.
  * Blocks until the daemon says it is done; progress (bytes written so far)
- * is reported through the optional callback. Returns 0, or the daemon's
- * error (negative errno), or a connection error.
+ * is reported through the optional callback. The daemon fills only
+ * endpoints of the process holding conn (over shm: of its own user).
+ * Returns 0, or the daemon's error (negative errno; -EACCES: d is not this
+ * process's), or a connection error.
  */
 int bp_rdma_conn_fill(struct bp_rdma_conn *conn,
 		      const struct bp_rdma_peer_desc *d, uint64_t len,

@@ -47,6 +47,19 @@
  * ERROR always ends it: the daemon closes the connection after sending it
  * (a refused HELLO, a message out of turn). A malformed message, or one
  * that stalls, is not answered at all: the connection is just closed.
+ *
+ * Whom FILL may write to (the daemon checks it: target/fillauth.c): every
+ * rail of the FILL's desc must be an endpoint of the client that asks, the
+ * process at the other end of this control connection. shm: a library name
+ * "fi_shm://bp-PID-..." whose PID holds the connection's socket, of the
+ * daemon's own user. tcp and other socket addresses: the connection's
+ * source IP, and, for a client on the daemon's host, a listening socket
+ * held by a process that also holds the connection's socket. Anything else
+ * (the daemon's own endpoints, a third address, another process's or
+ * user's endpoint, an address form it cannot attribute) is answered
+ * FILL_DONE -EACCES and the conversation goes on. Keys and bounds within
+ * the client's endpoint are the provider's: tcp;ofi_rxm checks them, shm
+ * does not (the daemon may then write anywhere in the asking process).
  */
 #ifndef BP_RDMA_PROTO_H
 #define BP_RDMA_PROTO_H
