@@ -48,6 +48,7 @@ struct client {
 	/* endpoints a FILL of this client was allowed to write to */
 	struct bp_rdma_peer_desc fill_ok;
 	bool have_fill_ok;
+	int fill_peer; /* the fill stage's peer id it holds, or -1 */
 	int64_t accepted_ns;
 	int64_t partial_since_ns; /* first byte of an incomplete message */
 	void *mem;		  /* the region */
@@ -133,6 +134,9 @@ static void client_free(struct target *t, struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	t->nclients--;
+	/* its fill is back (or the pipeline gone): the peer id is free */
+	if (t->filler)
+		filler_peer_put(t->filler, c->fill_peer);
 	/* withdraw the keys before the memory goes */
 	bp_rdma_region_close(c->reg);
 	if (c->mem != NULL)
@@ -404,11 +408,27 @@ static int on_fill(struct target *t, struct client *c, const struct bpi_msg *m)
 		rc = -EINVAL;
 	else
 		rc = fill_allowed(t, c, &m->u.fill.desc);
+	/*
+	 * One peer id per client: a FILL of another region gives the old
+	 * one back first (none of its pages is in flight: one fill at a
+	 * time), so a client asking for many regions holds one slot.
+	 */
+	if (rc == 0 &&
+	    !filler_peer_is(t->filler, c->fill_peer, &m->u.fill.desc)) {
+		filler_peer_put(t->filler, c->fill_peer);
+		c->fill_peer = filler_peer_get(t->filler, &m->u.fill.desc);
+		rc = c->fill_peer < 0 ? c->fill_peer : 0;
+		if (rc == -ENOSPC)
+			tlog(t, 0, c,
+			     "fill refused: every fill peer slot is held by "
+			     "a client (--max-fill-peers %u)",
+			     t->o.max_fill_peers);
+	}
 	if (rc < 0) {
 		d.u.done.status = rc;
 		return send_msg(t, c, &d);
 	}
-	rc = filler_start(t->filler, m, &c->fill);
+	rc = filler_start(t->filler, m, c->fill_peer, &c->fill);
 	if (rc < 0) {
 		c->fill = NULL;
 		tlog(t, 0, c, "fill of %llu bytes in pages of %u refused: %s%s",
@@ -590,6 +610,7 @@ void clients_accept(struct target *t)
 		}
 		c->id = ++t->next_id;
 		c->fd = fd;
+		c->fill_peer = -1;
 		c->peer = ss;
 		sl = sizeof(c->local);
 		if (getsockname(fd, (struct sockaddr *)&c->local, &sl) < 0)

@@ -58,10 +58,15 @@ struct filler {
 	void *slab;
 	size_t slab_len;
 	unsigned njobs;
-	/* the descs given to bp_rdma_peer_add, by peer id: the main thread's
-	 * (filler_start) only */
-	struct bp_rdma_peer_desc *peers;
-	unsigned npeers, max_peers;
+	/* by peer id: the desc given to bp_rdma_peer_add and the clients
+	 * holding it (0: the id is free); the main thread's only */
+	struct fill_peer *peers;
+	unsigned max_peers;
+};
+
+struct fill_peer {
+	struct bp_rdma_peer_desc desc;
+	unsigned refs;
 };
 
 struct fill_req {
@@ -267,32 +272,53 @@ static bool desc_equal(const struct bp_rdma_peer_desc *a,
 }
 
 /*
- * The stage's peer id for d. The stage cannot remove a peer, and each
- * client region has keys of its own, so every distinct region a client
- * asks to fill costs one of --max-fill-peers for the daemon's lifetime;
- * filling the same region again reuses its id. A linear search: FILL is
- * rare and the table small.
+ * The stage's peer id for d, with a reference the caller gives back with
+ * filler_peer_put once nothing of its fills is in flight. A client holds
+ * one at a time (clients.c), so --max-fill-peers bounds the clients with a
+ * region to fill, not the FILLs over the daemon's life; the same region
+ * asked for again (by the same client or another connection of its
+ * process) shares its id. A linear search: FILL is rare and the table
+ * small.
  */
-static int peer_for(struct filler *f, const struct bp_rdma_peer_desc *d)
+int filler_peer_get(struct filler *f, const struct bp_rdma_peer_desc *d)
 {
 	int id;
 
-	for (unsigned i = 0; i < f->npeers; i++)
-		if (desc_equal(&f->peers[i], d))
+	for (unsigned i = 0; i < f->max_peers; i++)
+		if (f->peers[i].refs && desc_equal(&f->peers[i].desc, d)) {
+			f->peers[i].refs++;
 			return (int)i;
-	if (f->npeers == f->max_peers)
-		return -ENOSPC;
+		}
 	id = bp_rdma_peer_add(f->rdma, d);
 	if (id < 0)
 		return id;
-	/* ids are handed out in order from 0 by this stage, ours alone */
-	if ((unsigned)id != f->npeers)
-		return id;
-	f->peers[f->npeers++] = *d;
+	if ((unsigned)id >= f->max_peers || f->peers[id].refs) {
+		/* not this stage's way of handing out ids: a bug of ours */
+		tlog(f->t, 0, NULL, "fill stage: peer id %d unexpected", id);
+		bp_rdma_peer_remove(f->rdma, id);
+		return -EPROTO;
+	}
+	f->peers[id].desc = *d;
+	f->peers[id].refs = 1;
 	return id;
 }
 
-int filler_start(struct filler *f, const struct bpi_msg *m,
+bool filler_peer_is(const struct filler *f, int id,
+		    const struct bp_rdma_peer_desc *d)
+{
+	return id >= 0 && (unsigned)id < f->max_peers && f->peers[id].refs &&
+	       desc_equal(&f->peers[id].desc, d);
+}
+
+void filler_peer_put(struct filler *f, int id)
+{
+	if (id < 0 || (unsigned)id >= f->max_peers || !f->peers[id].refs)
+		return;
+	if (--f->peers[id].refs == 0)
+		bp_rdma_peer_remove(f->rdma, id);
+}
+
+int filler_start(struct filler *f, const struct bpi_msg *m, int peer,
 		 struct fill_req **out)
 {
 	const struct target *t = f->t;
@@ -302,7 +328,8 @@ int filler_start(struct filler *f, const struct bpi_msg *m,
 
 	if (m->u.fill.page > t->o.stage_slot || m->u.fill.len == 0 ||
 	    m->u.fill.len > m->u.fill.desc.len ||
-	    m->u.fill.desc.rails != t->o.rails)
+	    m->u.fill.desc.rails != t->o.rails ||
+	    !filler_peer_is(f, peer, &m->u.fill.desc))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -313,12 +340,7 @@ int filler_start(struct filler *f, const struct bpi_msg *m,
 	r->seed = m->u.fill.seed;
 	r->pages = (r->len + r->page - 1) / r->page;
 	r->start_ns = now_ns();
-	r->peer = peer_for(f, &m->u.fill.desc);
-	if (r->peer < 0) {
-		rc = r->peer;
-		free(r);
-		return rc;
-	}
+	r->peer = peer;
 	/* the fill thread takes no signals: the main loop's signalfd does */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -427,7 +449,7 @@ int filler_create(struct target *t, struct filler **out)
 	rc.node = t->o.fabric_node;
 	rc.workers = t->o.fill_workers;
 	rc.rails = t->o.rails;
-	rc.max_peers = t->o.max_fill_peers; /* see peer_for */
+	rc.max_peers = t->o.max_fill_peers; /* see filler_peer_get */
 	rc.prepare = fill_prepare;
 	rc.prepare_ctx = f;
 	rc.log = tlog_lib;

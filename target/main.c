@@ -53,9 +53,9 @@ static void usage(FILE *f)
 		"  --stage-slot BYTES  staging buffer = largest fill page "
 		"(1M)\n"
 		"  --stage-slots N     staging buffers (64)\n"
-		"  --max-fill-peers N  distinct client regions FILL may "
-		"write,\n"
-		"                      over the daemon's life (256)\n"
+		"  --max-fill-peers N  clients holding a region to fill at\n"
+		"                      once (one each, freed when the\n"
+		"                      connection ends; 256)\n"
 		"  --progress-wait W   how idle progress threads wait: busy,\n"
 		"                      spin-sleep, event, auto (event where\n"
 		"                      the provider has a wait fd)\n"
@@ -461,6 +461,7 @@ int main(int argc, char **argv)
 out:
 	clients_stop_fills(&t);
 	filler_destroy(t.filler);
+	t.filler = NULL; /* clients' peer ids went with it */
 	clients_close_all(&t);
 	bp_rdma_node_destroy(t.node);
 	if (t.evfd >= 0)

@@ -128,11 +128,22 @@ int fill_auth_check(const struct sockaddr_storage *peer,
 int filler_create(struct target *t, struct filler **out);
 void filler_destroy(struct filler *f);
 /*
- * Start a fill of m (a FILL): returns 0 and *out (a thread is submitting
- * its pages), or -EINVAL (page larger than a staging buffer, bad desc),
- * -ENOSPC (no peer slot left), -ENOMEM, -EAGAIN (thread creation).
+ * The stage's peer id for d, referenced (>= 0), or -ENOSPC (every one of
+ * --max-fill-peers held), -EINVAL, -EPROTO. filler_peer_put gives the
+ * reference back once none of the holder's fills is in flight; the last
+ * one frees the id. filler_peer_is: whether id is held and describes d.
  */
-int filler_start(struct filler *f, const struct bpi_msg *m,
+int filler_peer_get(struct filler *f, const struct bp_rdma_peer_desc *d);
+bool filler_peer_is(const struct filler *f, int id,
+		    const struct bp_rdma_peer_desc *d);
+void filler_peer_put(struct filler *f, int id);
+/*
+ * Start a fill of m (a FILL) to peer (from filler_peer_get for m's desc):
+ * returns 0 and *out (a thread is submitting its pages), or -EINVAL (page
+ * larger than a staging buffer, bad desc, peer not m's), -ENOMEM, -EAGAIN
+ * (thread creation).
+ */
+int filler_start(struct filler *f, const struct bpi_msg *m, int peer,
 		 struct fill_req **out);
 /* Stop submitting more of r's pages (the client went away). */
 void fill_req_stop(struct fill_req *r);

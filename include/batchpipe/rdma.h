@@ -251,10 +251,21 @@ unsigned bp_rdma_rails(const struct bp_rdma *r);
 /*
  * Add a remote region; returns its peer id (>= 0) for bp_rdma_job.peer,
  * -EINVAL (NULL, rails differ from the stage's, an empty address), or
- * -ENOSPC (max_peers reached). Any thread, any time: workers insert the
- * address into their own address vectors on first use.
+ * -ENOSPC (max_peers in use). Any thread, any time: workers insert the
+ * address into their own address vectors on first use. Ids are below
+ * max_peers; an id given back with bp_rdma_peer_remove is handed out again.
  */
 int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d);
+
+/*
+ * Give a peer id back: a later bp_rdma_peer_add may reuse it, and each
+ * worker drops its address (fi_av_remove: the provider may close its
+ * connection) the next time a job names the id. The caller must have had
+ * every job it gave for this peer back from the sink, and give none after:
+ * a job naming a removed id fails with -EINVAL. Returns 0, or -EINVAL (NULL
+ * r, an id out of range or not in use). Any thread.
+ */
+int bp_rdma_peer_remove(struct bp_rdma *r, int id);
 
 /*
  * Register [addr, addr+len) with every worker's domains, for memory that

@@ -158,9 +158,20 @@ struct bpi_rail_stats {
 	bp_counter reap_hist[BP_RDMA_REAP_BUCKETS];
 };
 
+/* bpi_peer.state */
+#define PEER_FREE   0 /* never used, or removed: bp_rdma_peer_add may take it */
+#define PEER_READY  1 /* desc is whole: jobs may name it */
+#define PEER_CLAIMD 2 /* bp_rdma_peer_add is writing desc */
+
 struct bpi_peer {
 	struct bp_rdma_peer_desc desc;
-	_Atomic int ready; /* 1 once desc is written */
+	_Atomic int state; /* PEER_* */
+	/*
+	 * Bumped each time the slot is taken: a rail whose address (and
+	 * down-state) for this id is of an older gen drops them first.
+	 * Written before the release that makes the slot READY.
+	 */
+	_Atomic uint32_t gen;
 };
 
 /* One worker's rail: owned by that worker thread once the pipeline runs. */
@@ -185,6 +196,7 @@ struct bpi_rail {
 	int64_t *peer_down;    /* per peer id: when it was given up, or 0 */
 	bool broken;	       /* the endpoint could not be reopened */
 	fi_addr_t *peer_addr;  /* per peer id, FI_ADDR_NOTAVAIL until used */
+	uint32_t *peer_gen;    /* per peer id: the gen peer_addr/down are of */
 	const struct bpi_mr_entry *last_mr; /* the last registration used */
 	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
 	struct bpi_rail_stats st;

@@ -34,7 +34,7 @@
 
 #include "rdma_internal.h"
 
-#define DONE_CAP       256
+#define DONE_CAP 256
 
 /*
  * The pending FIFO is linked through op_context[0], which is ours only
@@ -108,8 +108,9 @@ static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 	if (j->peer >= r->cfg.max_peers)
 		return -EINVAL;
 	pe = &r->peers[j->peer];
-	/* acquire: pairs with bp_rdma_peer_add's release; desc is whole */
-	if (!atomic_load_explicit(&pe->ready, memory_order_acquire))
+	/* acquire: pairs with bp_rdma_peer_add's release; desc, gen whole */
+	if (atomic_load_explicit(&pe->state, memory_order_acquire) !=
+	    PEER_READY)
 		return -EINVAL;
 	if (j->offset > pe->desc.len || j->len > pe->desc.len - j->offset)
 		return -ERANGE;
@@ -167,6 +168,30 @@ static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
 		return true;
 	rl->peer_down[peer] = 0;
 	return false;
+}
+
+/*
+ * A peer id taken again since this rail last used it (bp_rdma_peer_remove,
+ * then bp_rdma_peer_add): drop the old peer's address and down-state.
+ * One compare per job otherwise.
+ */
+static void peer_sync(struct bp_rdma *r, struct bpi_worker *ws,
+		      struct bpi_rail *rl, uint32_t peer)
+{
+	/* relaxed: ordered by check_job's acquire of the peer's state */
+	uint32_t g =
+		atomic_load_explicit(&r->peers[peer].gen, memory_order_relaxed);
+
+	if (__builtin_expect(rl->peer_gen[peer] == g, 1))
+		return;
+	if (rl->peer_addr[peer] != FI_ADDR_NOTAVAIL) {
+		out_enter(ws, SITE_AV_INSERT);
+		fi_av_remove(rl->fab.av, &rl->peer_addr[peer], 1, 0);
+		out_leave(ws);
+	}
+	rl->peer_addr[peer] = FI_ADDR_NOTAVAIL;
+	rl->peer_down[peer] = 0;
+	rl->peer_gen[peer] = g;
 }
 
 /* The peer's address in this rail's AV, inserted on first use. */
@@ -330,6 +355,7 @@ static unsigned gather(struct bp_rdma *r, struct bpi_worker *ws,
 		struct bp_rdma_job *j = pend_pop(rl);
 		int rc = 0;
 
+		peer_sync(r, ws, rl, j->peer);
 		if (rl->broken || peer_is_down(r, rl, j->peer))
 			rc = -EHOSTUNREACH;
 		else if (j->hdr.stage_word != PREPARED && r->cfg.prepare) {
@@ -842,11 +868,12 @@ static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
 		rl->tail = &rl->pend;
 		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
 		rl->peer_down = calloc(c->max_peers, sizeof(*rl->peer_down));
+		rl->peer_gen = calloc(c->max_peers, sizeof(*rl->peer_gen));
 		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
 		rl->flight = calloc(c->credits, sizeof(*rl->flight));
 		rl->free_slot = malloc(c->credits * sizeof(*rl->free_slot));
-		if (!rl->peer_addr || !rl->peer_down || !rl->cqe ||
-		    !rl->flight || !rl->free_slot)
+		if (!rl->peer_addr || !rl->peer_down || !rl->peer_gen ||
+		    !rl->cqe || !rl->flight || !rl->free_slot)
 			return -ENOMEM;
 		for (unsigned i = 0; i < c->credits; i++)
 			rl->free_slot[i] = i;
@@ -980,6 +1007,17 @@ unsigned bp_rdma_rails(const struct bp_rdma *r)
 	return r ? r->cfg.rails : 0;
 }
 
+/* Take a free peer slot for writing its desc. */
+static bool claim_peer(struct bpi_peer *pe)
+{
+	int fr = PEER_FREE;
+
+	/* acquire: the removal (and the workers' last use) come before */
+	return atomic_compare_exchange_strong_explicit(
+		&pe->state, &fr, PEER_CLAIMD, memory_order_acquire,
+		memory_order_relaxed);
+}
+
 int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 {
 	unsigned n;
@@ -990,18 +1028,57 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 		if (!d->rail[k].addrlen ||
 		    d->rail[k].addrlen > BP_RDMA_ADDR_MAX)
 			return -EINVAL;
-	/* relaxed: the slot is claimed here, published by ready below */
-	n = atomic_load_explicit(&r->npeers, memory_order_relaxed);
-	do {
-		if (n >= r->cfg.max_peers)
+	/* a removed slot first: the ids stay below max_peers */
+	for (;;) {
+		/* relaxed: a slot is owned through its state's CAS below */
+		unsigned top =
+			atomic_load_explicit(&r->npeers, memory_order_relaxed);
+
+		n = 0;
+		while (n < top && !claim_peer(&r->peers[n]))
+			n++;
+		if (n < top)
+			break;
+		if (top >= r->cfg.max_peers)
 			return -ENOSPC;
-	} while (!atomic_compare_exchange_weak_explicit(&r->npeers, &n, n + 1,
-							memory_order_relaxed,
-							memory_order_relaxed));
+		/* a fresh slot; another add may take it first (above) */
+		if (atomic_compare_exchange_weak_explicit(
+			    &r->npeers, &top, top + 1, memory_order_relaxed,
+			    memory_order_relaxed) &&
+		    claim_peer(&r->peers[top])) {
+			n = top;
+			break;
+		}
+	}
 	r->peers[n].desc = *d;
+	/* relaxed: published by the release below */
+	atomic_store_explicit(
+		&r->peers[n].gen,
+		atomic_load_explicit(&r->peers[n].gen, memory_order_relaxed) +
+			1,
+		memory_order_relaxed);
 	/* release: pairs with check_job's acquire; the worker sees desc */
-	atomic_store_explicit(&r->peers[n].ready, 1, memory_order_release);
+	atomic_store_explicit(&r->peers[n].state, PEER_READY,
+			      memory_order_release);
 	return (int)n;
+}
+
+int bp_rdma_peer_remove(struct bp_rdma *r, int id)
+{
+	int ready = PEER_READY;
+
+	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
+		return -EINVAL;
+	/*
+	 * release: pairs with claim_peer's acquire, so a later add writes
+	 * desc after whatever this thread saw of the peer's last jobs (the
+	 * caller knows none is left: it has had them all back).
+	 */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &r->peers[id].state, &ready, PEER_FREE,
+		    memory_order_release, memory_order_relaxed))
+		return -EINVAL;
+	return 0;
 }
 
 int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
@@ -1059,6 +1136,7 @@ void bp_rdma_destroy(struct bp_rdma *r)
 				bpi_fab_close(&ws->rails[k].fab);
 				free(ws->rails[k].peer_addr);
 				free(ws->rails[k].peer_down);
+				free(ws->rails[k].peer_gen);
 				free(ws->rails[k].flight);
 				free(ws->rails[k].free_slot);
 				free(ws->rails[k].cqe);

@@ -23,6 +23,8 @@
  *                     and writes nothing outside it; shm checks neither
  *                     (README: security), so these run on tcp only
  *   own region        a client's own region is filled, every page right
+ *   slots             a client holds one fill peer slot whatever it fills,
+ *                     and gives it back when it goes (--max-fill-peers 2)
  *
  * usage: test_target_fill_auth PATH/bp-target. Exit 77 without the provider.
  */
@@ -42,6 +44,7 @@
 
 static const char *prov = "tcp;ofi_rxm";
 static const char *self_exe;
+static const char *daemon_exe;
 static struct tgt tgtd;
 
 #define REGION 65536u
@@ -445,6 +448,58 @@ static void test_own_region(void **state)
 	mine_close(&m);
 }
 
+/*
+ * Fill peer slots: a client holds one at a time, whatever it fills, and
+ * gives it back when its connection ends. A daemon with --max-fill-peers 2:
+ * a client filling ten different regions holds one slot; two clients hold
+ * both, a third is refused -ENOSPC until one of them goes. (Slots used to
+ * be held for the daemon's life: one client with 256 one-page FILLs of
+ * different lengths made every later fill fail.)
+ */
+static void test_fill_slots(void **state)
+{
+	const char *args[] = {
+		"--port", "0",	     "--provider", prov, "--max-fill-peers",
+		"2",	  "--rails", "1",	   NULL};
+	struct tgt saved = tgtd, two;
+	struct mine ma, mb, mc;
+	struct raw a, b, c;
+	int st, rc = -1;
+
+	(void)state;
+	assert_int_equal(tgt_start(&two, daemon_exe, args, &st), 0);
+	tgtd = two; /* raw_open talks to tgtd */
+	assert_int_equal(mine_open(&ma), 0);
+	assert_int_equal(mine_open(&mb), 0);
+	assert_int_equal(mine_open(&mc), 0);
+	assert_int_equal(raw_open(&a, NULL), 0);
+	for (unsigned i = 0; i < 10; i++) {
+		struct bp_rdma_peer_desc d = ma.d;
+
+		d.len = REGION - i * 4096; /* a different region each time */
+		assert_int_equal(raw_fill(&a, &d, 4096, 4096, i), 0);
+	}
+	assert_int_equal(raw_open(&b, NULL), 0);
+	assert_int_equal(raw_fill(&b, &mb.d, 4096, 4096, 20), 0);
+	assert_int_equal(raw_open(&c, NULL), 0);
+	assert_int_equal(raw_fill(&c, &mc.d, 4096, 4096, 21), -ENOSPC);
+	close(a.fd); /* its slot comes back once the daemon sees it gone */
+	for (int64_t end = tgt_now_ms() + 5000; tgt_now_ms() < end;) {
+		rc = raw_fill(&c, &mc.d, 4096, 4096, 22);
+		if (rc != -ENOSPC)
+			break;
+		usleep(20000);
+	}
+	assert_int_equal(rc, 0);
+	close(b.fd);
+	close(c.fd);
+	assert_int_equal(tgt_stop(&tgtd), 0);
+	tgtd = saved;
+	mine_close(&ma);
+	mine_close(&mb);
+	mine_close(&mc);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +509,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_other_user_refused),
 		cmocka_unit_test(test_own_region),
 		cmocka_unit_test(test_bounds_and_keys),
+		cmocka_unit_test(test_fill_slots),
 	};
 	const char *args[] = {"--port",	 "0", "--provider", prov,
 			      "--rails", "1", "-v",	    NULL};
@@ -477,6 +533,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s PATH/bp-target\n", argv[0]);
 		return 2;
 	}
+	daemon_exe = argv[1];
 	if (getenv("BP_TEST_PROVIDER"))
 		prov = getenv("BP_TEST_PROVIDER");
 	args[3] = prov;

@@ -10,6 +10,7 @@
  *                        on shm (no wait object); AUTO 0 on both; hmem: 0
  *                        or -EOPNOTSUPP
  *   bp_rdma_peer_add     NULL, rails mismatch, addrlen 0 or too long, len 0
+ *   bp_rdma_peer_remove  NULL, out of range, twice; the id is reused
  *                        -EINVAL; ids 0, 1, 2 ..; -ENOSPC past max_peers
  *   bp_rdma_register     NULL / len 0 / unknown iface -EINVAL, CUDA without
  *                        hmem -EOPNOTSUPP, 0 before start, -EBUSY after
@@ -222,6 +223,16 @@ static void test_peers_register(struct st_fix *f)
 	rc = bp_rdma_peer_add(r, &f->desc);
 	ST_CHECK(rc == -ENOSPC, "peer_add past max_peers: %d (%s)", rc,
 		 bp_strerror(rc));
+	/* an id given back is handed out again; nothing else is */
+	ST_CHECK(bp_rdma_peer_remove(NULL, 1) == -EINVAL, "peer_remove NULL");
+	ST_CHECK(bp_rdma_peer_remove(r, -1) == -EINVAL, "peer_remove -1");
+	ST_CHECK(bp_rdma_peer_remove(r, 3) == -EINVAL, "peer_remove 3 of 3");
+	ST_CHECK(bp_rdma_peer_remove(r, 1) == 0, "peer_remove 1");
+	ST_CHECK(bp_rdma_peer_remove(r, 1) == -EINVAL, "peer_remove 1 twice");
+	rc = bp_rdma_peer_add(r, &f->desc);
+	ST_CHECK(rc == 1, "peer_add after remove: %d", rc);
+	rc = bp_rdma_peer_add(r, &f->desc);
+	ST_CHECK(rc == -ENOSPC, "peer_add past max_peers again: %d", rc);
 
 	ST_CHECK(bp_rdma_register(NULL, buf, 64, NULL) == -EINVAL,
 		 "register NULL r");

@@ -16,6 +16,9 @@
  *   writedata  one unique immediate per job: the node counts each once
  *              (bp_rdma_node_data_count), on_data sees the whole set (sum
  *              and per-value), on a valid rail; the data lands
+ *   reuse      bp_rdma_peer_remove, then bp_rdma_peer_add of another
+ *              node's region: the same id, and its writes land there, not
+ *              in the old region
  *   always     each job reaches the sink exactly once; pipeline stats
  *              submitted == ok + failed + cancelled == jobs, none failed;
  *              rail stats posted == completed == jobs; jobs naming a rail
@@ -275,10 +278,63 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* --- a peer id given back and taken again: the new peer's region */
+	st_watchdog(60, "%s: peer id reused", name);
+	{
+		enum { PJ = 8, PLEN = 8192 };
+		struct bp_rdma_node_config nc;
+		struct bp_rdma_node *n2 = NULL;
+		struct bp_rdma_region *r2 = NULL;
+		struct bp_rdma_peer_desc d2;
+		uint8_t *t2 = st_alloc(PJ * PLEN), *s2 = st_alloc(PJ * PLEN);
+		uint64_t before = bp_rdma_digest(f.tgt, f.tlen);
+		struct st_job pj[PJ];
+		int id;
+
+		bp_rdma_node_config_init(&nc);
+		nc.provider = prov;
+		nc.node = st_node_addr(prov);
+		nc.rails = 2;
+		nc.log = st_log_fn;
+		ST_CHECK(t2 && s2 && bp_rdma_node_create(&nc, &n2) == 0 &&
+				 bp_rdma_node_expose(n2, t2, PJ * PLEN, NULL,
+						     &r2) == 0,
+			 "a second node");
+		bp_rdma_region_describe(r2, &d2);
+		ST_CHECK(bp_rdma_peer_remove(f.r, f.peer) == 0, "peer_remove");
+		ST_CHECK(bp_rdma_peer_remove(f.r, f.peer) == -EINVAL,
+			 "peer_remove twice");
+		id = bp_rdma_peer_add(f.r, &d2);
+		ST_CHECK(id == f.peer, "the id given back is reused: %d", id);
+		st_fill(s2, 0, PJ * PLEN, SEED_IMM + 1);
+		st_jobs_init(pj, PJ);
+		for (unsigned i = 0; i < PJ; i++) {
+			bp_rdma_job_set(&pj[i].rj, BP_RDMA_WRITE, (uint32_t)id,
+					s2 + i * PLEN, PLEN, i * PLEN);
+			pj[i].rj.flags = BP_RDMA_JOB_DELIVERED;
+		}
+		ST_CHECK(st_submit(&f, pj, PJ) == PJ, "reuse: not accepted");
+		ST_CHECK(st_wait_delivered(&f, 2ul * l.n + nd + PJ, 30),
+			 "reuse: not delivered");
+		check_all_ok(pj, PJ, "write to a reused peer id");
+		ST_CHECK(st_mismatch(t2, 0, PJ * PLEN, SEED_IMM + 1) < 0,
+			 "reuse: the new peer's region lacks the writes");
+		ST_CHECK(bp_rdma_digest(f.tgt, f.tlen) == before,
+			 "reuse: the old peer's region changed");
+		/* the old region back under the same id, for what follows */
+		ST_CHECK(bp_rdma_peer_remove(f.r, id) == 0 &&
+				 bp_rdma_peer_add(f.r, &f.desc) == f.peer,
+			 "the first peer again");
+		bp_rdma_region_close(r2);
+		bp_rdma_node_destroy(n2);
+		free(t2);
+		free(s2);
+	}
+
 	/* --- drain, conservation, the stage's own counters */
 	st_watchdog(30, "%s: drain", name);
 	ST_CHECK(bp_pipeline_drain(f.p) == 0, "drain");
-	total = 2 * l.n + nd;
+	total = 2 * l.n + nd + 8;
 	ST_CHECK(f.ok == total && f.failed == 0 && f.cancelled == 0,
 		 "sink: ok %lu failed %lu cancelled %lu of %u", f.ok, f.failed,
 		 f.cancelled, total);
