@@ -158,6 +158,9 @@ static void client_drop(struct target *t, struct client *c, int verbose_only,
 	}
 	if (c->fill != NULL) {
 		fill_req_stop(c->fill);
+		tlog(t, 0, c,
+		     "its fill is still in flight: its region is kept until "
+		     "the pages out are back");
 		return; /* freed by clients_tick once the fill is back */
 	}
 	client_free(t, c);
@@ -655,6 +658,11 @@ static int tick_fill(struct target *t, struct client *c, int64_t now)
 	fill_req_free(c->fill);
 	c->fill = NULL;
 	if (c->state == CS_GONE) {
+		tlog(t, 0, c,
+		     "the fill of a client that went away is back (%llu bytes "
+		     "written, %s): its region is freed",
+		     (unsigned long long)done,
+		     status < 0 ? strerror(-status) : "complete");
 		client_free(t, c);
 		return -1;
 	}

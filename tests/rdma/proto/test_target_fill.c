@@ -397,7 +397,14 @@ static void test_fill(void **state)
 	assert_non_null(mem2);
 	assert_int_equal(bp_rdma_node_expose(node, mem2, mlen, NULL, &reg2), 0);
 	bp_rdma_region_describe(reg2, &d2);
-	close(raw_fill_start(&d2, mlen, 4096, 5));
+	{
+		/* gone once the fill runs (closed before the daemon looked at
+		 * the FILL, it is refused: nobody holds its socket any more) */
+		int fd = raw_fill_start(&d2, mlen, 4096, 5);
+
+		usleep(30000);
+		close(fd);
+	}
 	tgt_rdma_zero(mem, mlen);
 	fill_once(conn, &d, mem, 1u << 20, 4096, 6);
 	/* SIGTERM with a fill in flight: still a clean exit (and, in the
