@@ -49,6 +49,10 @@ struct client {
 	struct bp_rdma_peer_desc fill_ok;
 	bool have_fill_ok;
 	int fill_peer; /* the fill stage's peer id it holds, or -1 */
+	/* a QUERY being digested, QUERY_STEP bytes per pass of the loop:
+	 * [q_off, q_end) is left, q_h the digest so far */
+	bool query;
+	uint64_t q_off, q_end, q_h;
 	int64_t accepted_ns;
 	int64_t partial_since_ns; /* first byte of an incomplete message */
 	void *mem;		  /* the region */
@@ -339,26 +343,77 @@ static int on_hello(struct target *t, struct client *c, const struct bpi_msg *m)
 	return 0;
 }
 
-static int on_query(struct target *t, struct client *c, const struct bpi_msg *m)
+/*
+ * A QUERY's digest goes QUERY_STEP bytes per pass of the main loop, every
+ * client's in turn (clients_work), so that one client's query of a large
+ * region holds up nobody's control traffic (a 1 GiB one took 0.49 s in one
+ * go): about 0.5 ms a step here.
+ */
+#define QUERY_STEP (1u << 20)
+
+static int query_reply(struct target *t, struct client *c, int status,
+		       uint64_t digest)
 {
 	struct bpi_msg r = {.type = BPI_MSG_QUERY_REPLY};
-	uint64_t off = m->u.query.offset, len = m->u.query.len;
 
-	if (off > c->region_len || len > c->region_len - off) {
-		r.u.reply.status = -ERANGE;
-		tlog(t, 1, c, "query [%llu, +%llu) outside the region",
-		     (unsigned long long)off, (unsigned long long)len);
-	} else {
-		rdma_reads_begin(); /* see target.h */
-		r.u.reply.digest =
-			bp_rdma_digest((const uint8_t *)c->mem + off, len);
-		rdma_reads_end();
-	}
+	r.u.reply.status = status;
+	r.u.reply.digest = digest;
 	r.u.reply.imm_count = bp_rdma_node_data_count(t->node);
 	/* relaxed: a statistic; on_data's adds are ordered with nothing */
 	r.u.reply.imm_sum =
 		atomic_load_explicit(&t->imm_sum, memory_order_relaxed);
 	return send_msg(t, c, &r);
+}
+
+static int on_query(struct target *t, struct client *c, const struct bpi_msg *m)
+{
+	uint64_t off = m->u.query.offset, len = m->u.query.len;
+
+	if (off > c->region_len || len > c->region_len - off) {
+		tlog(t, 1, c, "query [%llu, +%llu) outside the region",
+		     (unsigned long long)off, (unsigned long long)len);
+		return query_reply(t, c, -ERANGE, 0);
+	}
+	/* the rest of its input waits until the reply is out (one request
+	 * at a time, answered in order) */
+	c->query = true;
+	c->q_off = off;
+	c->q_end = off + len;
+	c->q_h = BP_RDMA_DIGEST_INIT;
+	return 0;
+}
+
+static int drain_input(struct target *t, struct client *c);
+
+/* One step of c's query; the reply once it is whole. -1: c dropped. */
+static int query_step(struct target *t, struct client *c)
+{
+	uint64_t n = c->q_end - c->q_off;
+
+	if (n > QUERY_STEP)
+		n = QUERY_STEP; /* a multiple of 8: the digest goes on */
+	rdma_reads_begin();	/* see target.h */
+	c->q_h = bp_rdma_digest_more(c->q_h, (const uint8_t *)c->mem + c->q_off,
+				     (size_t)n);
+	rdma_reads_end();
+	c->q_off += n;
+	if (c->q_off < c->q_end)
+		return 0;
+	c->query = false;
+	if (query_reply(t, c, 0, c->q_h) < 0)
+		return -1;
+	return drain_input(t, c); /* what came meanwhile */
+}
+
+void clients_work(struct target *t)
+{
+	struct client *c, *next;
+
+	for (c = t->clients; c != NULL; c = next) {
+		next = c->next; /* c may be freed below */
+		if (c->query && c->state != CS_GONE)
+			query_step(t, c);
+	}
 }
 
 /* The same endpoints (addresses, rail by rail) as an approved FILL's. */
@@ -486,6 +541,8 @@ static int on_msg(struct target *t, struct client *c, const struct bpi_msg *m)
 static int drain_input(struct target *t, struct client *c)
 {
 	for (;;) {
+		if (c->query)
+			return 0; /* the rest waits for its reply */
 		struct bpi_msg m;
 		ssize_t r = bpi_proto_parse(c->in, c->inlen, &m);
 		char why[160];
@@ -519,6 +576,10 @@ static void on_readable(struct target *t, struct client *c)
 	for (;;) {
 		ssize_t n;
 		char why[96];
+
+		/* a full buffer behind a pending reply: read on after it */
+		if (c->query && c->inlen == sizeof(c->in))
+			return;
 
 		/* the buffer holds one maximum message, and a complete one
 		 * is always consumed: it is never full here */
@@ -712,6 +773,9 @@ int clients_next_tick_ms(const struct target *t)
 	/* progress is due every 100 ms and stalls are checked at the same
 	 * pace (within 50 ms of --stall-ms); idle, the loop wakes 20 times
 	 * a second, which costs nothing measurable */
+	for (const struct client *c = t->clients; c != NULL; c = c->next)
+		if (c->query)
+			return 0; /* a query to go on with */
 	return t->clients != NULL || t->quarantine != NULL ? 50 : 500;
 }
 

@@ -383,6 +383,7 @@ static void run_loop(struct target *t)
 				clients_event(t, p, evs[i].events);
 			}
 		}
+		clients_work(t);
 		clients_tick(t);
 	}
 }

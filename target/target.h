@@ -107,6 +107,9 @@ bool auth_check(const struct target *t, const char *token, size_t len);
 void clients_accept(struct target *t);
 void clients_event(struct target *t, struct client *c, uint32_t events);
 void clients_tick(struct target *t); /* stalls, fill progress; ~100 ms */
+/* a step of every query in progress (clients_next_tick_ms is 0 while
+ * one is) */
+void clients_work(struct target *t);
 /* shutdown, in this order: stop_fills (threads joined), filler_destroy,
  * close_all (requests freed, regions closed) */
 void clients_stop_fills(struct target *t);

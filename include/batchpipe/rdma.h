@@ -478,6 +478,15 @@ void bp_rdma_fill_page(uint64_t seed, uint64_t index, void *buf, size_t page);
 /* A 64-bit digest of len bytes (FNV-1a over 8-byte words, then bytes). */
 uint64_t bp_rdma_digest(const void *buf, size_t len);
 
+/*
+ * The digest in pieces: h = BP_RDMA_DIGEST_INIT, then h =
+ * bp_rdma_digest_more(h, piece, n) for each piece in order, every piece
+ * but the last a multiple of 8 bytes long, gives bp_rdma_digest of the
+ * whole.
+ */
+#define BP_RDMA_DIGEST_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t bp_rdma_digest_more(uint64_t h, const void *buf, size_t len);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

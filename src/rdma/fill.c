@@ -24,9 +24,8 @@
 
 #include <batchpipe/rdma.h>
 
-#define GOLDEN	   0x9e3779b97f4a7c15ull
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME  0x100000001b3ull
+#define GOLDEN	  0x9e3779b97f4a7c15ull
+#define FNV_PRIME 0x100000001b3ull
 
 static inline uint64_t mix64(uint64_t z)
 {
@@ -65,12 +64,17 @@ void bp_rdma_fill_page(uint64_t seed, uint64_t index, void *buf, size_t page)
 
 uint64_t bp_rdma_digest(const void *buf, size_t len)
 {
+	return bp_rdma_digest_more(BP_RDMA_DIGEST_INIT, buf, len);
+}
+
+uint64_t bp_rdma_digest_more(uint64_t h, const void *buf, size_t len)
+{
 	const uint8_t *p = buf;
-	uint64_t h = FNV_OFFSET, w;
+	uint64_t w;
 	size_t i = 0;
 
 	if (buf == NULL)
-		return h; /* the digest of nothing */
+		return h; /* nothing more */
 	for (; i + 8 <= len; i += 8) {
 		memcpy(&w, p + i, 8);
 		h ^= to_le64(w);

@@ -690,6 +690,19 @@ static void test_digest(void **state)
 	for (unsigned i = 16; i < 19; i++)
 		h = (h ^ buf[i]) * prime;
 	assert_int_equal(bp_rdma_digest(buf, sizeof(buf)), h);
+	/* in pieces of multiples of 8, the last one any length: the same */
+	assert_int_equal(BP_RDMA_DIGEST_INIT, off);
+	assert_int_equal(
+		bp_rdma_digest_more(
+			bp_rdma_digest_more(BP_RDMA_DIGEST_INIT, buf, 8),
+			buf + 8, 11),
+		h);
+	assert_int_equal(
+		bp_rdma_digest_more(
+			bp_rdma_digest_more(BP_RDMA_DIGEST_INIT, buf, 16),
+			buf + 16, 3),
+		h);
+	assert_int_equal(bp_rdma_digest_more(h, NULL, 5), h);
 	/* one bit anywhere changes it */
 	for (unsigned i = 0; i < sizeof(buf); i++) {
 		buf[i] ^= 0x10;

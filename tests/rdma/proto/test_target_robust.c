@@ -114,6 +114,59 @@ static int read_msg(int fd, struct bpi_msg *m)
 	}
 }
 
+/*
+ * One client's QUERY of a 1 GiB region (0.49 s of digest when it was done
+ * in one go on the daemon's main thread) while a second client says
+ * HELLO: the second one's WELCOME comes before the first one's reply, and
+ * the reply is right (the digest is taken 1 MiB per pass of the loop).
+ */
+static void test_query_shares_the_loop(void **state)
+{
+	const uint64_t big = 1ull << 30;
+	uint8_t buf[256];
+	struct bpi_msg m = {.type = BPI_MSG_HELLO};
+	struct pollfd pfd;
+	uint64_t want = BP_RDMA_DIGEST_INIT;
+	void *zero = calloc(1, 1u << 20);
+	const char *args[] = {"--port", "0", "--provider", PROV, NULL};
+	struct tgt t;
+	int a, b, st;
+
+	(void)state;
+	assert_int_equal(tgt_start(&t, exe, args, &st), 0);
+	a = tgt_raw(t.port);
+	assert_true(a >= 0);
+	strcpy(m.u.hello.provider, PROV);
+	m.u.hello.rails = 1;
+	m.u.hello.region_len = big;
+	assert_int_equal(tgt_send(a, buf, encode(&m, buf)), 0);
+	assert_int_equal(read_msg(a, &m), 0);
+	assert_int_equal(m.type, BPI_MSG_WELCOME);
+	m = (struct bpi_msg){.type = BPI_MSG_QUERY};
+	m.u.query.offset = 0;
+	m.u.query.len = big;
+	assert_int_equal(tgt_send(a, buf, encode(&m, buf)), 0);
+	usleep(20000); /* the daemon is into it */
+	b = tgt_raw(t.port);
+	assert_true(b >= 0);
+	assert_int_equal(tgt_send(b, buf, hello_bytes(buf, "")), 0);
+	assert_int_equal(read_msg(b, &m), 0);
+	assert_int_equal(m.type, BPI_MSG_WELCOME);
+	pfd = (struct pollfd){.fd = a, .events = POLLIN};
+	assert_int_equal(poll(&pfd, 1, 0), 0); /* A's reply still to come */
+	assert_int_equal(poll(&pfd, 1, 60000), 1);
+	assert_int_equal(read_msg(a, &m), 0);
+	assert_int_equal(m.type, BPI_MSG_QUERY_REPLY);
+	assert_int_equal(m.u.reply.status, 0);
+	for (unsigned i = 0; i < 1024; i++)
+		want = bp_rdma_digest_more(want, zero, 1u << 20);
+	assert_int_equal(m.u.reply.digest, want);
+	free(zero);
+	close(a);
+	close(b);
+	assert_int_equal(tgt_stop(&t), 0);
+}
+
 struct bad {
 	const char *what;
 	int fd;
@@ -430,6 +483,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_connect_errors),
 		cmocka_unit_test(test_connect_timeout),
 		cmocka_unit_test(test_max_clients),
+		cmocka_unit_test(test_query_shares_the_loop),
 	};
 
 	if (argc < 2) {

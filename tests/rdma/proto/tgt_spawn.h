@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,8 @@ static inline int tgt_start(struct tgt *t, const char *exe,
 	if (t->pid < 0)
 		return -1;
 	if (t->pid == 0) {
+		/* a test that fails half-way leaves no daemon behind */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
