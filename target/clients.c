@@ -289,6 +289,10 @@ static int on_hello(struct target *t, struct client *c, const struct bpi_msg *m)
 		refuse(t, c, -EACCES, "wrong token");
 		return -1;
 	}
+	if (health_wedged(t, text, sizeof(text))) {
+		refuse(t, c, -EIO, text);
+		return -1;
+	}
 	if (m->u.hello.provider[0] != '\0' &&
 	    strcmp(m->u.hello.provider, prov) != 0) {
 		snprintf(text, sizeof(text),

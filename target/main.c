@@ -10,7 +10,9 @@
  * region of the client's (filler.c).
  *
  * Exit status: 0 after a signal, 1 when start-up fails, 2 for a usage error
- * or a refused configuration (a non-loopback address without a token).
+ * or a refused configuration (a non-loopback address without a token), 3
+ * when a stop could not finish within --stop-timeout-ms because a thread
+ * is stuck inside the provider (health.c: what it could release, it did).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,6 +61,12 @@ static void usage(FILE *f)
 		"  --progress-wait W   how idle progress threads wait: busy,\n"
 		"                      spin-sleep, event, auto (event where\n"
 		"                      the provider has a wait fd)\n"
+		"  --stop-timeout-ms N a stop that cannot finish in N ms (a\n"
+		"                      thread stuck inside the provider) exits\n"
+		"                      without it, status 3 (5000)\n"
+		"  --wedge-ms N        a rail stuck inside one provider call\n"
+		"                      this long is reported, and new clients\n"
+		"                      are refused (3000)\n"
 		"  -v                  log every connection and request\n",
 		BPI_DEFAULT_PORT, BP_RDMA_MAX_RAILS);
 }
@@ -125,7 +133,9 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		O_SLOT,
 		O_SLOTS,
 		O_MAXP,
-		O_PWAIT
+		O_PWAIT,
+		O_STOPT,
+		O_WEDGE
 	};
 	static const struct option lo[] = {
 		{"listen", required_argument, NULL, O_LISTEN},
@@ -142,6 +152,8 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		{"stage-slots", required_argument, NULL, O_SLOTS},
 		{"max-fill-peers", required_argument, NULL, O_MAXP},
 		{"progress-wait", required_argument, NULL, O_PWAIT},
+		{"stop-timeout-ms", required_argument, NULL, O_STOPT},
+		{"wedge-ms", required_argument, NULL, O_WEDGE},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -161,6 +173,8 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		.stage_slots = 64,
 		.max_fill_peers = 256,
 		.progress_wait = BP_RDMA_CQ_AUTO,
+		.stop_timeout_ms = 5000,
+		.wedge_ms = 3000,
 	};
 	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (ch) {
@@ -212,6 +226,13 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 			break;
 		case O_MAXP:
 			bad |= parse_uint(optarg, 1, 65536, &o->max_fill_peers);
+			break;
+		case O_STOPT:
+			bad |= parse_uint(optarg, 100, 3600000,
+					  &o->stop_timeout_ms);
+			break;
+		case O_WEDGE:
+			bad |= parse_uint(optarg, 100, 3600000, &o->wedge_ms);
 			break;
 		case O_PWAIT: {
 			static const char *const names[] = {
@@ -385,6 +406,7 @@ static void run_loop(struct target *t)
 		}
 		clients_work(t);
 		clients_tick(t);
+		health_tick(t);
 	}
 }
 
@@ -457,14 +479,22 @@ int main(int argc, char **argv)
 	printf("bp-target: listening on %s:%u provider=%s rails=%u\n", host,
 	       port, bp_rdma_node_provider(t.node), t.o.rails);
 	fflush(stdout);
+	health_tick(&t); /* what killed processes left in /dev/shm */
 	run_loop(&t);
 	status = t.quit ? 0 : 1;
 out:
+	/* bounded: a thread stuck inside the provider must not hang it */
+	health_stop_begin(&t);
+	health_stop_step("stopping the fills");
 	clients_stop_fills(&t);
+	health_stop_step("destroying the fill pipeline");
 	filler_destroy(t.filler);
 	t.filler = NULL; /* clients' peer ids went with it */
+	health_stop_step("closing the clients' regions");
 	clients_close_all(&t);
+	health_stop_step("destroying the node (joining its rail threads)");
 	bp_rdma_node_destroy(t.node);
+	health_stop_end(&t);
 	if (t.evfd >= 0)
 		close(t.evfd);
 	if (t.sigfd >= 0)

@@ -6,6 +6,7 @@
  *   clients.c  control connections: input buffers, the conversation, stalls
  *   filler.c   the fill engine: a pipeline with the RDMA stage that writes
  *              generated pages into clients' regions
+ *   health.c   wedged rails, orphaned shm files, a stop that is bounded
  *   auth.c     the token file and its constant-time check
  *   fillauth.c whom a FILL may write to: the asking client's endpoints
  *   tlog.c     log lines on stderr
@@ -60,11 +61,14 @@ struct target_opts {
 	unsigned stage_slots;	 /* staging buffers: pages in flight at most */
 	unsigned max_fill_peers; /* distinct client regions FILL may target */
 	enum bp_rdma_cq_wait progress_wait; /* the node's progress threads */
+	unsigned stop_timeout_ms; /* then exit 3 without a stuck thread */
+	unsigned wedge_ms;	  /* a rail inside one call this long */
 	int verbose;
 };
 
 struct client;
 struct quarantined;
+struct health;
 struct filler;
 struct fill_req;
 
@@ -87,6 +91,7 @@ struct target {
 	unsigned nclients;
 	uint64_t next_id;
 	bool quit;
+	struct health *health; /* health.c */
 };
 
 /* tlog.c. client may be NULL (a daemon-wide line). */
@@ -126,6 +131,23 @@ struct sockaddr_storage;
 int fill_auth_check(const struct sockaddr_storage *peer,
 		    const struct sockaddr_storage *local,
 		    const struct bp_rdma_peer_desc *d, char *why, size_t n);
+
+/*
+ * health.c. health_tick (from the loop, and once at start): every rail's
+ * progress thread watched for a provider call that does not return
+ * (--wedge-ms: logged, and new clients refused while it lasts), orphaned
+ * shm files swept every 10 s. health_wedged: whether a rail is wedged, and
+ * the text for a refused HELLO. The stop: health_stop_begin arms a
+ * watchdog, health_stop_step names what the stop does now, health_stop_end
+ * disarms it; a stop not ended within --stop-timeout-ms is logged with
+ * its step, the listening socket and the daemon's shm files go, and the
+ * process exits with status 3.
+ */
+void health_tick(struct target *t);
+bool health_wedged(const struct target *t, char *why, size_t n);
+void health_stop_begin(struct target *t);
+void health_stop_step(const char *step);
+void health_stop_end(struct target *t);
 
 /* filler.c */
 int filler_create(struct target *t, struct filler **out);

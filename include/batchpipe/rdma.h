@@ -393,6 +393,28 @@ int bp_rdma_node_progress(struct bp_rdma_node *n);
 /* Immediate-data arrivals counted so far (all rails). */
 uint64_t bp_rdma_node_data_count(const struct bp_rdma_node *n);
 
+/*
+ * Whether rail's polling is stuck inside the provider: *calls gets a count
+ * the polling thread (or bp_rdma_node_progress) advances on entering and on
+ * leaving each fi_cq_read, odd while inside one. The same odd count read
+ * twice, t apart, is a call that has not returned for t (libfabric 1.17's
+ * shm after a peer died holding its lock: docs/api/rdma.md, "When a peer
+ * dies"); bp_rdma_node_destroy would wait for it without end. Any thread.
+ * Returns 0, or -EINVAL (n or calls NULL, rail out of range).
+ */
+int bp_rdma_node_rail_calls(const struct bp_rdma_node *n, unsigned rail,
+			    uint64_t *calls);
+
+/*
+ * Remove the shm endpoint files (/dev/shm/bp-PID-...) that the library's
+ * shm endpoints of processes now gone left behind (a process killed with
+ * SIGKILL leaves them: 16 MiB each). Only files of this user (any user's
+ * for root) whose PID no longer exists. Returns the number removed, or a
+ * negative errno (/dev/shm unreadable). Any thread, any time; the library
+ * calls it itself when it opens its first shm endpoint in a process.
+ */
+int bp_rdma_shm_sweep(void);
+
 const char *bp_rdma_node_provider(const struct bp_rdma_node *n);
 
 /* Stop the progress threads, close the regions still open and the

@@ -156,6 +156,7 @@ static int shm_endpoint(struct fi_info *info, struct bpi_fab *f)
 	if (strcmp(info->fabric_attr->prov_name, "shm") ||
 	    info->addr_format != FI_ADDR_STR)
 		return fi_endpoint(f->domain, info, &f->ep, NULL);
+	bpi_shm_sweep_once(); /* what killed processes left (shm_files.c) */
 	mine = fi_dupinfo(info);
 	if (!mine)
 		return -FI_ENOMEM;

@@ -29,6 +29,14 @@ struct node_rail {
 	size_t addrlen;
 	pthread_t thread;
 	bool thread_started;
+	/*
+	 * Advanced by the polling thread on entering and on leaving each
+	 * provider call, odd while inside one: the same odd value read twice,
+	 * t apart, is a call that has not returned for t (a shm peer that died
+	 * holding the provider's lock). Written by one thread (relaxed
+	 * stores), read by anyone (bp_rdma_node_rail_calls).
+	 */
+	_Atomic uint64_t calls;
 };
 
 struct bp_rdma_node {
@@ -64,12 +72,25 @@ void bp_rdma_node_config_init(struct bp_rdma_node_config *c)
 	c->sleep_max_ns = 50000;
 }
 
+static inline void call_mark(struct node_rail *nr)
+{
+	/* relaxed: one writer; readers only compare snapshots */
+	atomic_store_explicit(
+		&nr->calls,
+		atomic_load_explicit(&nr->calls, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+}
+
 /* Reap one rail once; returns entries reaped or a negative errno. */
 static int rail_progress(struct node_rail *nr)
 {
 	struct bp_rdma_node *n = nr->n;
 	struct fi_cq_data_entry cqe[16];
-	ssize_t got = fi_cq_read(nr->fab.cq, cqe, 16);
+	ssize_t got;
+
+	call_mark(nr); /* odd: inside the provider */
+	got = fi_cq_read(nr->fab.cq, cqe, 16);
+	call_mark(nr);
 
 	if (got == -FI_EAGAIN)
 		return 0;
@@ -247,6 +268,17 @@ int bp_rdma_node_progress(struct bp_rdma_node *n)
 		total += rc;
 	}
 	return total;
+}
+
+int bp_rdma_node_rail_calls(const struct bp_rdma_node *n, unsigned rail,
+			    uint64_t *calls)
+{
+	if (!n || !calls || rail >= n->cfg.rails)
+		return -EINVAL;
+	/* relaxed: a snapshot, compared with a later one */
+	*calls = atomic_load_explicit(&n->rails[rail].calls,
+				      memory_order_relaxed);
+	return 0;
 }
 
 uint64_t bp_rdma_node_data_count(const struct bp_rdma_node *n)

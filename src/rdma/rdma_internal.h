@@ -74,6 +74,9 @@ struct bpi_fab {
  * fd if wait_fd), AV (av_count entries) and an enabled endpoint. Returns 0,
  * or a negative errno with a log line; nothing stays open on failure.
  */
+/* bp_rdma_shm_sweep, once per process (shm_files.c). */
+void bpi_shm_sweep_once(void);
+
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
 void bpi_fab_close(struct bpi_fab *f);
