@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,13 +25,41 @@
 #define RT_START_TIMEOUT_MS 10000
 #define RT_MAX_CHILDREN	    4
 
-/* Children to kill at exit: written by the main thread only; volatile
- * because the signal handler reads them. */
+/*
+ * Children to stop at exit: written by the main thread only; volatile
+ * because the signal handler reads them. Whatever ends bpbench, its
+ * bp-target children go with it: at exit and on SIGINT, SIGTERM, SIGHUP
+ * and SIGPIPE they get SIGTERM (their own stop removes their /dev/shm
+ * files, bounded by their --stop-timeout-ms) and are waited for, up to
+ * RT_STOP_MS, then SIGKILLed; a bpbench killed outright hands them SIGTERM
+ * through PR_SET_PDEATHSIG.
+ */
 static volatile pid_t rt_children[RT_MAX_CHILDREN];
 static int rt_atexit_done;
 
-static void rt_kill_children(void)
+/* The daemon's stop is bounded by its --stop-timeout-ms (5 s): more. */
+#define RT_STOP_MS 8000
+
+/* SIGTERM every child, wait up to RT_STOP_MS, SIGKILL what is left. */
+static void rt_stop_children(void)
 {
+	struct timespec tick = {0, 10000000};
+	int left = 0;
+
+	/* async-signal-safe: kill, waitpid, nanosleep only */
+	for (int i = 0; i < RT_MAX_CHILDREN; i++)
+		if (rt_children[i] > 0 && kill(rt_children[i], SIGTERM) == 0)
+			left++;
+	for (int ms = 0; left > 0 && ms < RT_STOP_MS; ms += 10) {
+		nanosleep(&tick, NULL);
+		for (int i = 0; i < RT_MAX_CHILDREN; i++)
+			if (rt_children[i] > 0 &&
+			    waitpid(rt_children[i], NULL, WNOHANG) ==
+				    rt_children[i]) {
+				rt_children[i] = 0;
+				left--;
+			}
+	}
 	for (int i = 0; i < RT_MAX_CHILDREN; i++)
 		if (rt_children[i] > 0) {
 			kill(rt_children[i], SIGKILL);
@@ -41,20 +70,19 @@ static void rt_kill_children(void)
 
 static void rt_on_signal(int sig)
 {
-	/* async-signal-safe: kill(2) only, then die by the same signal */
-	for (int i = 0; i < RT_MAX_CHILDREN; i++)
-		if (rt_children[i] > 0)
-			kill(rt_children[i], SIGKILL);
+	rt_stop_children();
 	signal(sig, SIG_DFL);
-	raise(sig);
+	raise(sig); /* and die of it, as without the handler */
 }
 
 static void rt_track(pid_t pid, int add)
 {
 	if (!rt_atexit_done) {
-		atexit(rt_kill_children); /* bench_die exits: no orphan */
-		signal(SIGINT, rt_on_signal);
-		signal(SIGTERM, rt_on_signal);
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+		atexit(rt_stop_children); /* bench_die exits: no orphan */
+		for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], rt_on_signal);
 		rt_atexit_done = 1;
 	}
 	for (int i = 0; i < RT_MAX_CHILDREN; i++)
@@ -115,7 +143,7 @@ int rt_daemon_start(const char *provider, const char *fabric_node,
 	char path[PATH_MAX], rails_s[16], region_s[32], line[512], prov[64];
 	const char *argv[16];
 	int argc = 0, pfd[2], rc, status;
-	pid_t pid;
+	pid_t pid, parent;
 
 	memset(d, 0, sizeof(*d));
 	if (rt_daemon_path(path, sizeof(path))) {
@@ -146,6 +174,7 @@ int rt_daemon_start(const char *provider, const char *fabric_node,
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	fflush(NULL);
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
@@ -154,6 +183,10 @@ int rt_daemon_start(const char *provider, const char *fabric_node,
 		return rc;
 	}
 	if (pid == 0) {
+		/* bpbench killed outright: the daemon is told to stop */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127); /* it died before the prctl */
 		dup2(pfd[1], STDOUT_FILENO);
 		execv(path, (char *const *)argv);
 		_exit(127);
@@ -192,7 +225,8 @@ void rt_daemon_stop(struct rt_daemon *d)
 	if (d->pid <= 0)
 		return;
 	kill(d->pid, SIGTERM);
-	deadline = bench_now_ns() + INT64_C(2000000000);
+	/* its stop is bounded by its --stop-timeout-ms: wait past it */
+	deadline = bench_now_ns() + RT_STOP_MS * INT64_C(1000000);
 	while (waitpid(d->pid, NULL, WNOHANG) == 0) {
 		if (bench_now_ns() > deadline) {
 			kill(d->pid, SIGKILL);
