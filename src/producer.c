@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "producer_internal.h"
+#include "self.h"
 #include "wait_internal.h"
 
 /* The owner's view of head, and where the buffer is full from it. */
@@ -111,6 +112,56 @@ uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
 	}
 }
 
+struct drain_watch {
+	struct bp_producer *pr;
+	uint64_t c; /* the claim word when the owner began to wait */
+};
+
+/* Wake condition: drain moved on with the handle's jobs, or gave up. */
+static int drain_moved(void *arg)
+{
+	struct drain_watch *dw = arg;
+	/* acquire: pairs with bpi_producer_release */
+	uint64_t c = atomic_load_explicit(&dw->pr->claim, memory_order_acquire);
+
+	/* relaxed: ordered by the acquire of c (the closer's release) */
+	return c != dw->c ||
+	       atomic_load_explicit(&dw->pr->claim_end, memory_order_relaxed) <=
+		       bpi_claim_head(c);
+}
+
+/*
+ * bp_producer_destroy on a handle a drain has closed and has still to
+ * submit from (claim_end past head): the drain may yet give up at its
+ * deadline and leave the jobs staged, so wait until it has submitted them
+ * all (0) or given up (the rest is the owner's: -EPIPE), not longer than
+ * the drain itself. From the pipeline's own threads it cannot wait (the
+ * drain may wait for them): the jobs are the drain's then, and if it gives
+ * up at its deadline its log names them.
+ */
+static uint64_t wait_drain_done(struct bp_producer *pr, uint64_t c)
+{
+	for (;;) {
+		struct drain_watch dw = {pr, c};
+
+		/* relaxed: ordered by the acquire of c */
+		if (!(c & CLAIM_BUSY) &&
+		    atomic_load_explicit(&pr->claim_end,
+					 memory_order_relaxed) <=
+			    bpi_claim_head(c))
+			return c;
+		if (c & CLAIM_BUSY) {
+			c = bpi_producer_wait_claim(pr, -1); /* a slice */
+			continue;
+		}
+		/* woken by the drain's next release (-EINTR: look again) */
+		(void)bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
+				    drain_moved, &dw, -1);
+		/* acquire: pairs with bpi_producer_release */
+		c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	}
+}
+
 /* How the owner flushes (own_flush). */
 enum {
 	/* a claim in progress is waited for, then what is left is claimed;
@@ -149,6 +200,11 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 			uint64_t end = atomic_load_explicit(
 				&pr->claim_end, memory_order_relaxed);
 
+			if ((how & OWN_CLOSE) && end > bpi_claim_head(c) &&
+			    !bpi_self_is(pr->p)) {
+				c = wait_drain_done(pr, c);
+				continue; /* claim_end is final now */
+			}
 			if (end >= t)
 				return 0; /* drain submits them all */
 			if (how & OWN_UNSTAGE_LAST)

@@ -571,6 +571,77 @@ static void test_flush_while_drain_holds(void **unused)
 }
 
 /*
+ * The owner destroys its handle while a drain_timeout that closed it waits
+ * for room to submit its jobs, and the drain then gives up at its deadline:
+ * destroy waits for that and returns -EPIPE, so the jobs are the owner's
+ * again, not lost. (Destroy returned 0 at once, "the drain submits them",
+ * and the drain freed the handle with its 3 accepted jobs still staged:
+ * never delivered, and nothing but the timed-out drain said so.)
+ */
+static struct bp_pipeline *dd_p;
+
+static void *timed_drainer(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)bp_pipeline_drain_timeout(dd_p, 300000000);
+}
+
+static void test_destroy_during_timed_drain(void **unused)
+{
+	struct bp_pipeline_config c;
+	struct bp_producer *pr = NULL;
+	struct pjob j[11];
+	struct bp_job *ptrs[8];
+	struct sinkc s;
+	pthread_t t;
+	void *drc;
+	int64_t end;
+
+	(void)unused;
+	pt_watchdog_arm(60, "destroy while a timed drain holds the jobs");
+	memset(&s, 0, sizeof(s));
+	atomic_store(&stuck_release, false);
+	jobs_init(j, 11, 0);
+	stuck_config(&c, &s, UINT64_MAX);
+	assert_int_equal(bp_pipeline_create(&c, &dd_p), 0);
+	assert_int_equal(bp_pipeline_start(dd_p), 0);
+	assert_int_equal(bp_producer_create(dd_p, &pr), 0);
+	/* the worker holds 4 (its stage is stuck), ingress holds 4 */
+	for (unsigned i = 0; i < 8; i++)
+		ptrs[i] = &j[i].hdr;
+	assert_int_equal(bp_pipeline_submit(dd_p, ptrs, 4, 0, -1), 4);
+	end = pt_now_ns() + 5000000000LL;
+	for (unsigned more = 0; more < 4;) {
+		int rc = bp_pipeline_submit(dd_p, ptrs + 4 + more, 4 - more,
+					    BP_SUBMIT_NONBLOCK, 0);
+
+		if (rc > 0)
+			more += (unsigned)rc;
+		else
+			pt_sleep_ns(1000000);
+		assert_true(pt_now_ns() < end);
+	}
+	for (unsigned i = 8; i < 11; i++)
+		assert_int_equal(bp_producer_submit(pr, &j[i].hdr), 0);
+	assert_int_equal(pthread_create(&t, NULL, timed_drainer, NULL), 0);
+	/* drain closes the handle, takes its 3 jobs, waits for room */
+	while (bp_producer_staged(pr) != 0 && pt_now_ns() < end)
+		pt_sleep_ns(1000000);
+	assert_int_equal(bp_producer_destroy(pr), -EPIPE);
+	assert_int_equal(pthread_join(t, &drc), 0);
+	assert_int_equal((int)(intptr_t)drc, -ETIMEDOUT);
+	atomic_store(&stuck_release, true);
+	assert_int_equal(bp_pipeline_drain(dd_p), 0);
+	/* 8 delivered; the 3 staged ones handed back by destroy's -EPIPE */
+	assert_int_equal(atomic_load(&s.count), 8);
+	for (unsigned i = 8; i < 11; i++)
+		assert_int_equal(atomic_load(&j[i].delivered), 0);
+	assert_true(conserved(dd_p, &s));
+	bp_pipeline_destroy(dd_p);
+	pt_watchdog_disarm();
+}
+
+/*
  * An owner submitting while bp_pipeline_start opens its handle: calls
  * before the opening get -EINVAL (not started), every later one is taken;
  * none gets -EPIPE from a running pipeline. (An owner taking a job back
@@ -1187,6 +1258,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_drain_races_owners),
 		cmocka_unit_test(test_drain_timeout_blocked_handle),
 		cmocka_unit_test(test_flush_while_drain_holds),
+		cmocka_unit_test(test_destroy_during_timed_drain),
 		cmocka_unit_test(test_start_races_owner),
 		cmocka_unit_test(test_handle_in_sink),
 		cmocka_unit_test(test_timed_out_handle_closed),
