@@ -45,14 +45,13 @@ struct client {
 	bool out_armed; /* EPOLLOUT requested */
 	char name[96];
 	struct sockaddr_storage peer, local; /* the control connection */
-	/* endpoints a FILL of this client was allowed to write to */
-	struct bp_rdma_peer_desc fill_ok;
-	bool have_fill_ok;
-	int fill_peer; /* the fill stage's peer id it holds, or -1 */
+	long owner_hint; /* the process last found holding its socket */
+	int fill_peer;	 /* the fill stage's peer id it holds, or -1 */
 	/* a QUERY being digested, QUERY_STEP bytes per pass of the loop:
 	 * [q_off, q_end) is left, q_h the digest so far */
 	bool query;
 	uint64_t q_off, q_end, q_h;
+	bool eof; /* it stopped sending with a query pending: answer, close */
 	int64_t accepted_ns;
 	int64_t partial_since_ns; /* first byte of an incomplete message */
 	void *mem;		  /* the region */
@@ -153,6 +152,7 @@ static void client_free(struct target *t, struct client *c)
 static void client_drop(struct target *t, struct client *c, int verbose_only,
 			const char *why)
 {
+	c->query = false; /* nobody to answer */
 	if (c->state != CS_GONE) {
 		tlog(t, verbose_only, c, "closing: %s", why);
 		epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -170,15 +170,22 @@ static void client_drop(struct target *t, struct client *c, int verbose_only,
 	client_free(t, c);
 }
 
-static void arm_out(struct target *t, struct client *c, bool on)
+/* What epoll reports for c: its input until it ended, output while owed. */
+static void epoll_set(struct target *t, struct client *c)
 {
-	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
+	struct epoll_event ev = {.events = (c->eof ? 0 : EPOLLIN) |
+					   (c->out_armed ? EPOLLOUT : 0),
 				 .data.ptr = c};
 
+	epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void arm_out(struct target *t, struct client *c, bool on)
+{
 	if (c->out_armed == on)
 		return;
 	c->out_armed = on;
-	epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	epoll_set(t, c);
 }
 
 /* Send what is queued. 0, or -1 when the client was dropped. */
@@ -404,9 +411,16 @@ static int query_step(struct target *t, struct client *c)
 	if (c->q_off < c->q_end)
 		return 0;
 	c->query = false;
-	if (query_reply(t, c, 0, c->q_h) < 0)
+	if (query_reply(t, c, 0, c->q_h) < 0 || drain_input(t, c) < 0)
+		return -1;	   /* and what came meanwhile */
+	if (c->eof && !c->query) { /* it had said all it would */
+		client_drop(t, c, c->inlen == 0,
+			    c->inlen ? "truncated: connection ended inside "
+				       "a message"
+				     : "disconnected");
 		return -1;
-	return drain_input(t, c); /* what came meanwhile */
+	}
+	return 0;
 }
 
 void clients_work(struct target *t)
@@ -420,41 +434,23 @@ void clients_work(struct target *t)
 	}
 }
 
-/* The same endpoints (addresses, rail by rail) as an approved FILL's. */
-static bool same_endpoints(const struct bp_rdma_peer_desc *a,
-			   const struct bp_rdma_peer_desc *b)
-{
-	if (a->rails != b->rails)
-		return false;
-	for (unsigned i = 0; i < a->rails; i++)
-		if (a->rail[i].addrlen != b->rail[i].addrlen ||
-		    memcmp(a->rail[i].addr, b->rail[i].addr,
-			   a->rail[i].addrlen) != 0)
-			return false;
-	return true;
-}
-
 /*
- * Whether the FILL's endpoints are the client's own (fillauth.c); the
- * answer for one set of endpoints is kept for the connection's life, so a
- * client filling again costs no second look through /proc.
+ * Whether the FILL's endpoints are the client's own (fillauth.c). Looked
+ * at anew for every FILL (a port can change hands between two); the
+ * process found holding the client's socket is looked at first, so that
+ * costs a read of /proc/net/tcp and of that process's fds, not of every
+ * process's.
  */
 static int fill_allowed(struct target *t, struct client *c,
 			const struct bp_rdma_peer_desc *d)
 {
 	char why[256];
-	int rc;
+	int rc = fill_auth_check(&c->peer, &c->local, d, &c->owner_hint, why,
+				 sizeof(why));
 
-	if (c->have_fill_ok && same_endpoints(&c->fill_ok, d))
-		return 0;
-	rc = fill_auth_check(&c->peer, &c->local, d, why, sizeof(why));
-	if (rc < 0) {
+	if (rc < 0)
 		tlog(t, 0, c, "fill refused: %s", why);
-		return rc;
-	}
-	c->fill_ok = *d;
-	c->have_fill_ok = true;
-	return 0;
+	return rc;
 }
 
 static int on_fill(struct target *t, struct client *c, const struct bpi_msg *m)
@@ -581,8 +577,9 @@ static void on_readable(struct target *t, struct client *c)
 		ssize_t n;
 		char why[96];
 
-		/* a full buffer behind a pending reply: read on after it */
-		if (c->query && c->inlen == sizeof(c->in))
+		/* a full buffer behind a pending reply: read on after it;
+		 * after the end of its input, nothing more to read */
+		if (c->eof || (c->query && c->inlen == sizeof(c->in)))
 			return;
 
 		/* the buffer holds one maximum message, and a complete one
@@ -598,6 +595,12 @@ static void on_readable(struct target *t, struct client *c)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
+		if (n == 0 && c->query) {
+			/* answer the query and what is buffered, then close */
+			c->eof = true;
+			epoll_set(t, c);
+			return;
+		}
 		if (n == 0 && c->inlen > 0)
 			snprintf(why, sizeof(why),
 				 "truncated: connection ended %zu bytes into "
@@ -778,7 +781,7 @@ int clients_next_tick_ms(const struct target *t)
 	 * pace (within 50 ms of --stall-ms); idle, the loop wakes 20 times
 	 * a second, which costs nothing measurable */
 	for (const struct client *c = t->clients; c != NULL; c = c->next)
-		if (c->query)
+		if (c->query && c->state != CS_GONE)
 			return 0; /* a query to go on with */
 	return t->clients != NULL || t->quarantine != NULL ? 50 : 500;
 }

@@ -62,7 +62,8 @@ static void usage(FILE *f)
 		"                      spin-sleep, event, auto (event where\n"
 		"                      the provider has a wait fd)\n"
 		"  --stop-timeout-ms N a stop that cannot finish in N ms (a\n"
-		"                      thread stuck inside the provider) exits\n"
+		"                      thread stuck inside the provider) "
+		"exits\n"
 		"                      without it, status 3 (5000)\n"
 		"  --wedge-ms N        a rail stuck inside one provider call\n"
 		"                      this long is reported, and new clients\n"
@@ -479,7 +480,8 @@ int main(int argc, char **argv)
 	printf("bp-target: listening on %s:%u provider=%s rails=%u\n", host,
 	       port, bp_rdma_node_provider(t.node), t.o.rails);
 	fflush(stdout);
-	health_tick(&t); /* what killed processes left in /dev/shm */
+	health_tick(&t);  /* what killed processes left in /dev/shm */
+	fill_auth_init(); /* the daemon's own shm files: never a target */
 	run_loop(&t);
 	status = t.quit ? 0 : 1;
 out:

@@ -125,12 +125,17 @@ int clients_next_tick_ms(const struct target *t);
 /*
  * fillauth.c: may the client at the other end of a control connection
  * (peer: its address, local: ours) have a FILL write to d's endpoints?
- * 0, or -EACCES with the reason in why (for the log).
+ * 0, or -EACCES with the reason in why (for the log). *hint: the process
+ * found holding the client's socket last time (0 at first), looked at
+ * first. fill_auth_init notes the daemon's own shm files (after they
+ * exist), which no FILL may name.
  */
 struct sockaddr_storage;
+void fill_auth_init(void);
 int fill_auth_check(const struct sockaddr_storage *peer,
 		    const struct sockaddr_storage *local,
-		    const struct bp_rdma_peer_desc *d, char *why, size_t n);
+		    const struct bp_rdma_peer_desc *d, long *hint, char *why,
+		    size_t n);
 
 /*
  * health.c. health_tick (from the loop, and once at start): every rail's
@@ -162,6 +167,8 @@ int filler_peer_get(struct filler *f, const struct bp_rdma_peer_desc *d);
 bool filler_peer_is(const struct filler *f, int id,
 		    const struct bp_rdma_peer_desc *d);
 void filler_peer_put(struct filler *f, int id);
+/* The fill stage (its workers' provider calls are watched: health.c). */
+const struct bp_rdma *filler_rdma(const struct filler *f);
 /*
  * Start a fill of m (a FILL) to peer (from filler_peer_get for m's desc):
  * returns 0 and *out (a thread is submitting its pages), or -EINVAL (page

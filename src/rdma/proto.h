@@ -52,9 +52,11 @@
  * rail of the FILL's desc must be an endpoint of the client that asks, the
  * process at the other end of this control connection. shm: a library name
  * "fi_shm://bp-PID-..." whose PID holds the connection's socket, of the
- * daemon's own user. tcp and other socket addresses: the connection's
- * source IP, and, for a client on the daemon's host, a listening socket
- * held by a process that also holds the connection's socket. Anything else
+ * daemon's own user, its /dev/shm file a regular one of that user with one
+ * link and not the daemon's. tcp and other socket addresses: the
+ * connection's source IP, and, for a client on the daemon's host, every
+ * listener that takes that address held by a process that also holds the
+ * connection's socket. Anything else
  * (the daemon's own endpoints, a third address, another process's or
  * user's endpoint, an address form it cannot attribute) is answered
  * FILL_DONE -EACCES and the conversation goes on. Keys and bounds within

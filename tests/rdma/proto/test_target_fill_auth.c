@@ -16,6 +16,8 @@
  *   another process   a second process (this program, re-run) exposes a
  *                     region and hands us its description: refused, and that
  *                     process finds its region untouched
+ *   a link            shm: a name of ours that is a hard link to the
+ *                     daemon's own region file: refused
  *   another user      shm, as root: a process of another uid asks to fill
  *                     its own region: refused
  *   bounds, keys      tcp: a FILL past the region registered, or with a key
@@ -232,6 +234,42 @@ static void test_own_endpoint_refused(void **state)
 	assert_int_equal(raw_digest(&b), zero_digest());
 	close(a.fd);
 	close(b.fd);
+}
+
+/*
+ * shm: a name of our own pid that is a hard link to the daemon's region
+ * file (shm would write where that file's header says: the daemon):
+ * refused, and the daemon's region stays zero.
+ */
+static void test_shm_link_refused(void **state)
+{
+	struct bp_rdma_peer_desc w, d;
+	struct raw a;
+	char from[300], name[64], to[100];
+
+	(void)state;
+	if (!is_shm()) {
+		fprintf(stderr, "(shm links: shm only; skipped)\n");
+		return;
+	}
+	assert_int_equal(raw_open(&a, &w), 0);
+	/* the daemon's endpoint name, as WELCOME gave it: fi_shm://NAME */
+	snprintf(from, sizeof(from), "/dev/shm/%.*s",
+		 (int)w.rail[0].addrlen - 10, (const char *)w.rail[0].addr + 9);
+	snprintf(name, sizeof(name), "bp-%ld-00000000linked00:0:0",
+		 (long)getpid());
+	snprintf(to, sizeof(to), "/dev/shm/%s", name);
+	assert_int_equal(link(from, to), 0);
+	d = w;
+	d.rail[0].addrlen =
+		(uint32_t)snprintf((char *)d.rail[0].addr, BP_RDMA_ADDR_MAX,
+				   "fi_shm://%s", name) +
+		1;
+	assert_int_equal(raw_fill(&a, &d, 4096, 4096, 1), -EACCES);
+	unlink(to);
+	usleep(100000);
+	assert_int_equal(raw_digest(&a), zero_digest());
+	close(a.fd);
 }
 
 /* Addresses that are nobody's, or somebody else's. */
@@ -505,6 +543,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_endpoint_refused),
 		cmocka_unit_test(test_third_address_refused),
+		cmocka_unit_test(test_shm_link_refused),
 		cmocka_unit_test(test_other_process_refused),
 		cmocka_unit_test(test_other_user_refused),
 		cmocka_unit_test(test_own_region),
