@@ -163,6 +163,14 @@ static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
 
 	if (!t0)
 		return false;
+	/*
+	 * The down-state of an id taken again since (bp_rdma_peer_remove,
+	 * then add) is the old peer's: not this one's. relaxed: as in
+	 * peer_sync, which drops it when a job of the new peer is posted.
+	 */
+	if (rl->peer_gen[peer] !=
+	    atomic_load_explicit(&r->peers[peer].gen, memory_order_relaxed))
+		return false;
 	if (rl->broken ||
 	    (uint64_t)(bpi_now_ns() - t0) < r->cfg.peer_timeout_ns)
 		return true;
