@@ -355,6 +355,11 @@ int filler_start(struct filler *f, const struct bpi_msg *m, int peer,
 	return 0;
 }
 
+const struct bp_rdma *filler_rdma(const struct filler *f)
+{
+	return f->rdma;
+}
+
 void fill_req_stop(struct fill_req *r)
 {
 	/* relaxed: see the field */

@@ -7,11 +7,11 @@
  * progress thread among them (inside fi_cq_read). Nothing can interrupt a
  * call that never returns, so the daemon
  *
- *   - watches each rail's progress thread (bp_rdma_node_rail_calls): one
- *     provider call that has not returned for --wedge-ms is logged, the
- *     rail is reported as wedged and new clients are refused (ERROR -EIO
- *     naming it) until it moves again, so an operator sees it before a
- *     client hangs;
+ *   - watches each rail's progress thread (bp_rdma_node_rail_calls) and
+ *     each fill worker (bp_rdma_worker_calls): one provider call that has
+ *     not returned for --wedge-ms is logged, the thread is reported as
+ *     wedged and new clients are refused (ERROR -EIO naming it) until it
+ *     moves again, so an operator sees it before a client hangs;
  *   - bounds its stop: a watchdog thread armed when the stop begins; if the
  *     stop has not ended within --stop-timeout-ms (it cannot join a thread
  *     stuck inside the provider), it logs the step, closes the listening
@@ -21,6 +21,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,14 +34,16 @@
 
 #define SWEEP_EVERY_NS (10ll * 1000000000ll)
 
-struct rail_watch {
+/* One thread's count of provider calls (odd inside one), as last seen. */
+struct call_watch {
 	uint64_t calls; /* the count last seen */
-	int64_t since;	/* when it was first seen odd and unchanged */
+	int64_t since;	/* when it was first seen at that value */
 	bool wedged;	/* reported */
 };
 
 struct health {
-	struct rail_watch rail[BP_RDMA_MAX_RAILS];
+	struct call_watch rail[BP_RDMA_MAX_RAILS];
+	struct call_watch worker[BP_MAX_WORKERS]; /* the fill stage's */
 	int64_t next_sweep;
 };
 
@@ -52,36 +55,54 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-static void watch_rails(struct target *t, struct health *h, int64_t now)
+/*
+ * One thread (what: "rail 0's progress thread", site: the call it is in):
+ * the same odd count for --wedge-ms is a call that has not returned.
+ */
+static void watch(struct target *t, struct call_watch *w, uint64_t c,
+		  int64_t now, const char *what, const char *site)
 {
-	for (unsigned k = 0; k < t->o.rails; k++) {
-		struct rail_watch *w = &h->rail[k];
-		uint64_t c;
-
-		if (bp_rdma_node_rail_calls(t->node, k, &c) != 0)
-			continue;
-		if (c != w->calls || !(c & 1)) {
-			if (w->wedged)
-				tlog(t, 0, NULL,
-				     "rail %u: its progress thread is back "
-				     "from the provider after %.1f s",
-				     k, (double)(now - w->since) / 1e9);
-			w->calls = c;
-			w->since = now;
-			w->wedged = false;
-			continue;
-		}
-		if (!w->wedged &&
-		    now - w->since > (int64_t)t->o.wedge_ms * 1000000ll) {
-			w->wedged = true;
+	if (c != w->calls || !(c & 1)) {
+		if (w->wedged)
 			tlog(t, 0, NULL,
-			     "rail %u: WEDGED: its progress thread has been "
-			     "inside fi_cq_read for %.1f s (libfabric's shm "
-			     "spins for ever on a lock a killed peer held); "
-			     "new clients are refused, and a stop will end "
-			     "with status 3 after --stop-timeout-ms",
-			     k, (double)(now - w->since) / 1e9);
+			     "%s is back from the provider after %.1f s", what,
+			     (double)(now - w->since) / 1e9);
+		w->calls = c;
+		w->since = now;
+		w->wedged = false;
+		return;
+	}
+	if (!w->wedged && now - w->since > (int64_t)t->o.wedge_ms * 1000000ll) {
+		w->wedged = true;
+		tlog(t, 0, NULL,
+		     "WEDGED: %s has been inside %s for %.1f s (libfabric's "
+		     "shm spins for ever on a lock a killed peer held); new "
+		     "clients are refused, and a stop will end with status 3 "
+		     "after --stop-timeout-ms",
+		     what, site, (double)(now - w->since) / 1e9);
+	}
+}
+
+static void watch_threads(struct target *t, struct health *h, int64_t now)
+{
+	const struct bp_rdma *r = t->filler ? filler_rdma(t->filler) : NULL;
+	char what[64];
+	uint64_t c;
+
+	for (unsigned k = 0; t->node && k < t->o.rails; k++)
+		if (bp_rdma_node_rail_calls(t->node, k, &c) == 0) {
+			snprintf(what, sizeof(what),
+				 "rail %u's progress thread", k);
+			watch(t, &h->rail[k], c, now, what, "fi_cq_read");
 		}
+	for (unsigned w = 0; r && w < t->o.fill_workers; w++) {
+		const char *site = NULL;
+
+		if (bp_rdma_worker_calls(r, w, &c, &site) != 0)
+			continue;
+		snprintf(what, sizeof(what), "fill worker %u", w);
+		watch(t, &h->worker[w], c, now, what,
+		      site ? site : "a provider call");
 	}
 }
 
@@ -95,8 +116,7 @@ void health_tick(struct target *t)
 		if (!h)
 			return;
 	}
-	if (t->node)
-		watch_rails(t, h, now);
+	watch_threads(t, h, now);
 	if (now >= h->next_sweep) {
 		int n = bp_rdma_shm_sweep();
 
@@ -121,6 +141,14 @@ bool health_wedged(const struct target *t, char *why, size_t n)
 				 k);
 			return true;
 		}
+	for (unsigned w = 0; h && w < t->o.fill_workers; w++)
+		if (h->worker[w].wedged) {
+			snprintf(why, n,
+				 "daemon wedged: fill worker %u is stuck "
+				 "inside the provider; restart it",
+				 w);
+			return true;
+		}
 	return false;
 }
 
@@ -133,7 +161,7 @@ static struct {
 	const char *_Atomic step;
 	pthread_t thread;
 	bool started;
-} stop = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} stop = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The daemon's own shm files: bp-OURPID-... (the sweep leaves them). */
 static void remove_own_shm_files(void)
@@ -155,9 +183,9 @@ static void *watchdog(void *arg)
 {
 	struct target *t = arg;
 	struct timespec until;
-	int rc = 0;
+	bool ended;
 
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += t->o.stop_timeout_ms / 1000;
 	until.tv_nsec += (long)(t->o.stop_timeout_ms % 1000) * 1000000l;
 	if (until.tv_nsec >= 1000000000l) {
@@ -165,11 +193,19 @@ static void *watchdog(void *arg)
 		until.tv_nsec -= 1000000000l;
 	}
 	pthread_mutex_lock(&stop.lock);
-	while (!stop.ended && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&stop.cond, &stop.lock, &until);
+	while (!stop.ended && pthread_cond_timedwait(&stop.cond, &stop.lock,
+						     &until) != ETIMEDOUT)
+		;
+	ended = stop.ended; /* a stop that ended at the deadline ended */
 	pthread_mutex_unlock(&stop.lock);
-	if (rc != ETIMEDOUT)
+	if (ended)
 		return NULL;
+	/* release first: a log line to a full stderr must not hold it up */
+	if (t->lfd >= 0)
+		close(t->lfd);
+	remove_own_shm_files();
+	fcntl(STDERR_FILENO, F_SETFL,
+	      fcntl(STDERR_FILENO, F_GETFL) | O_NONBLOCK);
 	/* relaxed: a name for the log; the stop thread may still move */
 	tlog(t, 0, NULL,
 	     "stop: still %s after %u ms: a thread is stuck inside the "
@@ -177,16 +213,19 @@ static void *watchdog(void *arg)
 	     "shm files and the control port released",
 	     atomic_load_explicit(&stop.step, memory_order_relaxed),
 	     t->o.stop_timeout_ms);
-	if (t->lfd >= 0)
-		close(t->lfd);
-	remove_own_shm_files();
 	_exit(3);
 }
 
 void health_stop_begin(struct target *t)
 {
+	pthread_condattr_t ca;
 	sigset_t all, old;
 
+	/* the deadline on the monotonic clock: a clock step moves nothing */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&stop.cond, &ca);
+	pthread_condattr_destroy(&ca);
 	/* the watchdog takes no signals: the loop's signalfd has them */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

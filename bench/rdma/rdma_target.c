@@ -220,10 +220,21 @@ int rt_daemon_start(const char *provider, const char *fabric_node,
 
 void rt_daemon_stop(struct rt_daemon *d)
 {
+	sigset_t sigs, old;
 	int64_t deadline;
 
 	if (d->pid <= 0)
 		return;
+	/*
+	 * The handler stops the children it tracks: not one reaped here and
+	 * not yet untracked (its pid may be reused by then).
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &sigs, &old);
 	kill(d->pid, SIGTERM);
 	/* its stop is bounded by its --stop-timeout-ms: wait past it */
 	deadline = bench_now_ns() + RT_STOP_MS * INT64_C(1000000);
@@ -237,6 +248,7 @@ void rt_daemon_stop(struct rt_daemon *d)
 	}
 	rt_track(d->pid, 0);
 	d->pid = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 int64_t rt_proc_cpu_ns(pid_t pid)

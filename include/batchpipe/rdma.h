@@ -411,7 +411,9 @@ int bp_rdma_node_rail_calls(const struct bp_rdma_node *n, unsigned rail,
  * SIGKILL leaves them: 16 MiB each). Only files of this user (any user's
  * for root) whose PID no longer exists. Returns the number removed, or a
  * negative errno (/dev/shm unreadable). Any thread, any time; the library
- * calls it itself when it opens its first shm endpoint in a process.
+ * calls it itself when it opens its first shm endpoint in a process
+ * (unless BP_RDMA_NO_SHM_SWEEP is set: where PID namespaces share
+ * /dev/shm, a live process of another one looks gone).
  */
 int bp_rdma_shm_sweep(void);
 

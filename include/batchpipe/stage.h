@@ -96,7 +96,11 @@ struct bp_stage {
  * NULL or odd, jobs is NULL with n > 0, or the jobs not completed already
  * are more than the stage holds (another worker's job, or one this worker
  * never took); -EINVAL without a log for a NULL w. A job is told completed
- * by its pipeline_word (job.h), which submit sets again.
+ * by its pipeline_word (job.h), which submit sets again: the check holds
+ * while the job is in the pipeline. A repeat that comes after the sink has
+ * returned the job is the stage's bug the pipeline cannot see: it reads a
+ * job that may be freed, or takes a resubmitted job's repeat for its
+ * completion.
  */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n);
 

@@ -64,7 +64,11 @@ int bp_rdma_shm_sweep(void)
 
 static void sweep_once(void)
 {
-	(void)bp_rdma_shm_sweep();
+	/* where PID namespaces share /dev/shm, a live process looks gone */
+	const char *off = getenv("BP_RDMA_NO_SHM_SWEEP");
+
+	if (!off || !*off || !strcmp(off, "0"))
+		(void)bp_rdma_shm_sweep();
 }
 
 void bpi_shm_sweep_once(void)

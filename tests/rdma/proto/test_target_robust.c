@@ -118,7 +118,9 @@ static int read_msg(int fd, struct bpi_msg *m)
  * One client's QUERY of a 1 GiB region (0.49 s of digest when it was done
  * in one go on the daemon's main thread) while a second client says
  * HELLO: the second one's WELCOME comes before the first one's reply, and
- * the reply is right (the digest is taken 1 MiB per pass of the loop).
+ * the reply is right (the digest is taken 1 MiB per pass of the loop). The
+ * first one half-closes after its QUERY: it still gets the reply, then the
+ * daemon closes.
  */
 static void test_query_shares_the_loop(void **state)
 {
@@ -146,6 +148,8 @@ static void test_query_shares_the_loop(void **state)
 	m.u.query.offset = 0;
 	m.u.query.len = big;
 	assert_int_equal(tgt_send(a, buf, encode(&m, buf)), 0);
+	/* and A says no more: its reply must still come, then the close */
+	assert_int_equal(shutdown(a, SHUT_WR), 0);
 	usleep(20000); /* the daemon is into it */
 	b = tgt_raw(t.port);
 	assert_true(b >= 0);
@@ -161,6 +165,7 @@ static void test_query_shares_the_loop(void **state)
 	for (unsigned i = 0; i < 1024; i++)
 		want = bp_rdma_digest_more(want, zero, 1u << 20);
 	assert_int_equal(m.u.reply.digest, want);
+	assert_int_equal(recv(a, buf, sizeof(buf), 0), 0); /* then closed */
 	free(zero);
 	close(a);
 	close(b);
