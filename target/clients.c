@@ -162,6 +162,8 @@ static void client_drop(struct target *t, struct client *c, int verbose_only,
 	}
 	if (c->fill != NULL) {
 		fill_req_stop(c->fill);
+		if (t->filler)
+			filler_peer_abandon(t->filler, c->fill_peer);
 		tlog(t, 0, c,
 		     "its fill is still in flight: its region is kept until "
 		     "the pages out are back");

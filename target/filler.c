@@ -318,6 +318,13 @@ void filler_peer_put(struct filler *f, int id)
 		bp_rdma_peer_remove(f->rdma, id);
 }
 
+void filler_peer_abandon(struct filler *f, int id)
+{
+	if (id < 0 || (unsigned)id >= f->max_peers || f->peers[id].refs != 1)
+		return;
+	bp_rdma_peer_gone(f->rdma, id);
+}
+
 int filler_start(struct filler *f, const struct bpi_msg *m, int peer,
 		 struct fill_req **out)
 {
@@ -455,6 +462,7 @@ int filler_create(struct target *t, struct filler **out)
 	rc.workers = t->o.fill_workers;
 	rc.rails = t->o.rails;
 	rc.max_peers = t->o.max_fill_peers; /* see filler_peer_get */
+	rc.peer_timeout_ns = (uint64_t)t->o.peer_timeout_ms * 1000000u;
 	rc.prepare = fill_prepare;
 	rc.prepare_ctx = f;
 	rc.log = tlog_lib;

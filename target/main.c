@@ -68,6 +68,9 @@ static void usage(FILE *f)
 		"  --wedge-ms N        a rail stuck inside one provider call\n"
 		"                      this long is reported, and new clients\n"
 		"                      are refused (3000)\n"
+		"  --peer-timeout-ms N a fill whose pages complete nothing\n"
+		"                      this long (a dead client the daemon\n"
+		"                      was not told of) is failed (5000)\n"
 		"  -v                  log every connection and request\n",
 		BPI_DEFAULT_PORT, BP_RDMA_MAX_RAILS);
 }
@@ -136,7 +139,8 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		O_MAXP,
 		O_PWAIT,
 		O_STOPT,
-		O_WEDGE
+		O_WEDGE,
+		O_PEERT
 	};
 	static const struct option lo[] = {
 		{"listen", required_argument, NULL, O_LISTEN},
@@ -155,6 +159,7 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		{"progress-wait", required_argument, NULL, O_PWAIT},
 		{"stop-timeout-ms", required_argument, NULL, O_STOPT},
 		{"wedge-ms", required_argument, NULL, O_WEDGE},
+		{"peer-timeout-ms", required_argument, NULL, O_PEERT},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -176,6 +181,7 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		.progress_wait = BP_RDMA_CQ_AUTO,
 		.stop_timeout_ms = 5000,
 		.wedge_ms = 3000,
+		.peer_timeout_ms = 5000,
 	};
 	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (ch) {
@@ -234,6 +240,10 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 			break;
 		case O_WEDGE:
 			bad |= parse_uint(optarg, 100, 3600000, &o->wedge_ms);
+			break;
+		case O_PEERT:
+			bad |= parse_uint(optarg, 100, 3600000,
+					  &o->peer_timeout_ms);
 			break;
 		case O_PWAIT: {
 			static const char *const names[] = {

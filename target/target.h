@@ -63,6 +63,7 @@ struct target_opts {
 	enum bp_rdma_cq_wait progress_wait; /* the node's progress threads */
 	unsigned stop_timeout_ms; /* then exit 3 without a stuck thread */
 	unsigned wedge_ms;	  /* a rail inside one call this long */
+	unsigned peer_timeout_ms; /* the fill stage's peer_timeout_ns */
 	int verbose;
 };
 
@@ -167,6 +168,13 @@ int filler_peer_get(struct filler *f, const struct bp_rdma_peer_desc *d);
 bool filler_peer_is(const struct filler *f, int id,
 		    const struct bp_rdma_peer_desc *d);
 void filler_peer_put(struct filler *f, int id);
+/*
+ * A holder of id went away with a fill in flight: if it was the id's only
+ * holder, tell the stage the peer is gone (bp_rdma_peer_gone), so that
+ * pages a dead client never completes fail now, not after the stage's
+ * peer timeout, and the fills of others do not wait behind them.
+ */
+void filler_peer_abandon(struct filler *f, int id);
 /* The fill stage (its workers' provider calls are watched: health.c). */
 const struct bp_rdma *filler_rdma(const struct filler *f);
 /*

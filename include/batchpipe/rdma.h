@@ -84,7 +84,8 @@ enum bp_rdma_op {
  *             rail's endpoint is then reopened)
  *   -ECONNABORTED the provider cancelled the operation (tcp does when the
  *             target drops the connection, e.g. after a write with a bad
- *             key): BP_JOB_CANCELLED stays the pipeline's abort alone
+ *             key), or the peer was told gone (bp_rdma_peer_gone):
+ *             BP_JOB_CANCELLED stays the pipeline's abort alone
  *   other     the provider's error completion (-err of fi_cq_err_entry), the
  *             text of which went to the log callback
  * hdr.op_context is the libfabric operation context while in flight.
@@ -266,6 +267,22 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d);
  * r, an id out of range or not in use). Any thread.
  */
 int bp_rdma_peer_remove(struct bp_rdma *r, int id);
+
+/*
+ * The application knows the peer is gone (its process died, its control
+ * connection ended): do not wait peer_timeout_ns to find out. Its jobs
+ * fail with -ECONNABORTED: those given from now on at once, those queued
+ * at each worker's next pass. A rail with operations in flight to it posts
+ * nothing more until its other operations are back (one round trip), then
+ * reopens its endpoint, failing the gone peer's operations, which a dead
+ * peer never completes (shm; tcp at times), with -ECONNABORTED; any that
+ * do complete meanwhile complete as usual. Other peers' jobs go on; only
+ * theirs that were queued on such a rail wait, for that round trip. The
+ * id stays taken until bp_rdma_peer_remove, once every job of the peer is
+ * back. Returns 0 (also when told already), or -EINVAL (NULL r, an id out
+ * of range or not in use). Any thread.
+ */
+int bp_rdma_peer_gone(struct bp_rdma *r, int id);
 
 /*
  * Register [addr, addr+len) with every worker's domains, for memory that

@@ -165,6 +165,7 @@ struct bpi_rail_stats {
 #define PEER_FREE   0 /* never used, or removed: bp_rdma_peer_add may take it */
 #define PEER_READY  1 /* desc is whole: jobs may name it */
 #define PEER_CLAIMD 2 /* bp_rdma_peer_add is writing desc */
+#define PEER_GONE   3 /* bp_rdma_peer_gone: desc stays whole, jobs fail */
 
 struct bpi_peer {
 	struct bp_rdma_peer_desc desc;
@@ -200,6 +201,10 @@ struct bpi_rail {
 	bool broken;	       /* the endpoint could not be reopened */
 	fi_addr_t *peer_addr;  /* per peer id, FI_ADDR_NOTAVAIL until used */
 	uint32_t *peer_gen;    /* per peer id: the gen peer_addr/down are of */
+	/* operations in flight to peers gone (bp_rdma_peer_gone), counted
+	 * at the last look: while not 0 the rail posts nothing, so that its
+	 * endpoint can be reopened once they are all that is left */
+	unsigned gone_inflight;
 	const struct bpi_mr_entry *last_mr; /* the last registration used */
 	struct fi_cq_data_entry *cqe;	    /* reap_batch entries */
 	struct bpi_rail_stats st;
@@ -209,6 +214,7 @@ struct bpi_worker {
 	alignas(BP_FALSE_SHARING) struct bp_rdma *r;
 	unsigned id;
 	unsigned next_rail;	    /* striping */
+	unsigned gone_seen;	    /* bp_rdma.gone_epoch at the last look */
 	int epfd;		    /* EVENT: every rail's CQ fd */
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	struct bp_job **done;
@@ -257,6 +263,8 @@ struct bp_rdma {
 	struct bpi_worker *workers;
 	struct bpi_peer *peers;
 	_Atomic unsigned npeers;
+	/* bumped by each bp_rdma_peer_gone: workers look for its peers */
+	_Atomic unsigned gone_epoch;
 	struct bpi_mrcache *mrs;
 	bool mr_local; /* the provider wants local descriptors */
 	/* a plain completion already means the data landed (shm copies

@@ -99,6 +99,7 @@ static inline void out_leave(struct bpi_worker *ws)
 static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 {
 	const struct bpi_peer *pe;
+	int st;
 
 	if (j->op < BP_RDMA_WRITE || j->op > BP_RDMA_WRITEDATA || !j->len ||
 	    !j->buf || (j->flags & ~BP_RDMA_JOB_DELIVERED))
@@ -109,8 +110,10 @@ static int check_job(const struct bp_rdma *r, const struct bp_rdma_job *j)
 		return -EINVAL;
 	pe = &r->peers[j->peer];
 	/* acquire: pairs with bp_rdma_peer_add's release; desc, gen whole */
-	if (atomic_load_explicit(&pe->state, memory_order_acquire) !=
-	    PEER_READY)
+	st = atomic_load_explicit(&pe->state, memory_order_acquire);
+	if (st == PEER_GONE)
+		return -ECONNABORTED;
+	if (st != PEER_READY)
 		return -EINVAL;
 	if (j->offset > pe->desc.len || j->len > pe->desc.len - j->offset)
 		return -ERANGE;
@@ -289,10 +292,25 @@ static void flight_del(const struct bp_rdma *r, struct bpi_rail *rl,
 	rl->free_slot[r->cfg.credits - rl->inflight - 1] = j->hdr.stage_word;
 }
 
-/* Fail the rail's queued jobs whose peer is given up on this rail. */
-static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
-				 struct bp_worker *w, struct bpi_rail *rl,
-				 int err)
+/*
+ * Told gone by bp_rdma_peer_gone. relaxed: gone_look's acquire of the
+ * epoch orders it; a job naming the id is of its present holder (the
+ * caller removes an id only once it has had all its jobs back).
+ */
+static bool peer_gone(const struct bp_rdma *r, struct bpi_rail *rl,
+		      uint32_t peer)
+{
+	(void)rl;
+	return atomic_load_explicit(&r->peers[peer].state,
+				    memory_order_relaxed) == PEER_GONE;
+}
+
+/* Fail the rail's queued jobs whose peer is_out says is out. */
+static unsigned fail_queued(const struct bp_rdma *r, struct bpi_worker *ws,
+			    struct bp_worker *w, struct bpi_rail *rl,
+			    bool (*is_out)(const struct bp_rdma *,
+					   struct bpi_rail *, uint32_t),
+			    int err)
 {
 	struct bp_rdma_job **pp = &rl->pend;
 	unsigned failed = 0;
@@ -300,7 +318,7 @@ static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
 	while (*pp) {
 		struct bp_rdma_job *j = *pp;
 
-		if (!peer_is_down(r, rl, j->peer)) {
+		if (!is_out(r, rl, j->peer)) {
 			pp = (struct bp_rdma_job **)&JOB_NEXT(j);
 			continue;
 		}
@@ -311,6 +329,14 @@ static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
 	}
 	rl->tail = pp;
 	return failed;
+}
+
+/* Fail the rail's queued jobs whose peer is given up on this rail. */
+static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
+				 struct bp_worker *w, struct bpi_rail *rl,
+				 int err)
+{
+	return fail_queued(r, ws, w, rl, peer_is_down, err);
 }
 
 /*
@@ -393,7 +419,11 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 	struct bpi_rail *rl = &ws->rails[k];
 	unsigned room = r->cfg.credits - rl->inflight;
 	unsigned budget = room < r->cfg.post_batch ? room : r->cfg.post_batch;
-	unsigned n = gather(r, ws, w, k, budget), posted = 0;
+	unsigned n, posted = 0;
+
+	if (rl->gone_inflight)
+		return 0; /* the endpoint is to be reopened: see gone_settle */
+	n = gather(r, ws, w, k, budget);
 
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_rdma_job *j = ws->batch[i];
@@ -524,7 +554,7 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
  * domain, so that no late completion can name a job already handed back.
  */
 static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
-		       struct bp_worker *w, unsigned k)
+		       struct bp_worker *w, unsigned k, bool gone)
 {
 	struct bpi_rail *rl = &ws->rails[k];
 	bool event = r->cfg.cq_wait == BP_RDMA_CQ_EVENT;
@@ -538,9 +568,10 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 			continue;
 		rl->flight[i] = NULL;
 		rl->peer_down[j->peer] = bpi_now_ns();
-		fail_job(ws, w, rl, j, -ETIMEDOUT);
+		fail_job(ws, w, rl, j, gone ? -ECONNABORTED : -ETIMEDOUT);
 	}
 	rl->inflight = 0;
+	rl->gone_inflight = 0;
 	for (unsigned i = 0; i < r->cfg.credits; i++)
 		rl->free_slot[i] = i;
 	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
@@ -563,14 +594,25 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 	rl->last_mr = NULL;
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
-	bpi_rlog(&r->log, BP_LOG_ERROR,
-		 "worker %u rail %u: %u operations in flight, none completed "
-		 "for %llu ms: failed, their peers given up on this rail (%u "
-		 "queued jobs failed), endpoint reopened%s%s",
-		 ws->id, k, stuck,
-		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000), queued,
-		 rc ? " - FAILED, the rail takes no more jobs: " : "",
-		 rc ? bp_strerror(rc) : "");
+	if (gone)
+		bpi_rlog(&r->log, BP_LOG_WARN,
+			 "worker %u rail %u: %u operations in flight to peers "
+			 "told gone (bp_rdma_peer_gone), nothing else: failed, "
+			 "endpoint reopened%s%s",
+			 ws->id, k, stuck,
+			 rc ? " - FAILED, the rail takes no more jobs: " : "",
+			 rc ? bp_strerror(rc) : "");
+	else
+		bpi_rlog(&r->log, BP_LOG_ERROR,
+			 "worker %u rail %u: %u operations in flight, none "
+			 "completed for %llu ms: failed, their peers given up "
+			 "on this rail (%u queued jobs failed), endpoint "
+			 "reopened%s%s",
+			 ws->id, k, stuck,
+			 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
+			 queued, rc ? " - FAILED, the rail takes no more jobs: "
+				    : "",
+			 rc ? bp_strerror(rc) : "");
 	if (rc)
 		fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 }
@@ -585,7 +627,63 @@ static void check_quiet(struct bp_rdma *r, struct bpi_worker *ws,
 	if (!rl->quiet_since)
 		rl->quiet_since = t;
 	else if ((uint64_t)(t - rl->quiet_since) >= r->cfg.peer_timeout_ns)
-		reset_rail(r, ws, w, k);
+		reset_rail(r, ws, w, k, false);
+}
+
+/* Of the rail's operations in flight, those to peers told gone. */
+static unsigned count_gone(const struct bp_rdma *r, struct bpi_rail *rl)
+{
+	unsigned seen = 0, gone = 0;
+
+	for (unsigned i = 0; i < r->cfg.credits && seen < rl->inflight; i++) {
+		const struct bp_rdma_job *j = rl->flight[i];
+
+		if (!j)
+			continue;
+		seen++;
+		gone += peer_gone(r, rl, j->peer);
+	}
+	return gone;
+}
+
+/*
+ * One load per pass: has bp_rdma_peer_gone told of a peer since the last
+ * look? Then fail each rail's queued jobs for peers gone and count what is
+ * in flight to them; such a rail posts nothing more (post) until
+ * gone_settle finds them the only operations left.
+ */
+static void gone_look(struct bp_rdma *r, struct bpi_worker *ws,
+		      struct bp_worker *w)
+{
+	/* acquire: pairs with bp_rdma_peer_gone's release increment; the
+	 * GONE states stored before it are seen */
+	unsigned e = atomic_load_explicit(&r->gone_epoch, memory_order_acquire);
+
+	if (__builtin_expect(e == ws->gone_seen, 1))
+		return;
+	ws->gone_seen = e;
+	for (unsigned k = 0; k < r->cfg.rails; k++) {
+		struct bpi_rail *rl = &ws->rails[k];
+
+		fail_queued(r, ws, w, rl, peer_gone, -ECONNABORTED);
+		rl->gone_inflight = count_gone(r, rl);
+	}
+}
+
+/*
+ * A rail holding operations to peers gone, after a reap: once they are all
+ * that is in flight (the others completed; they may complete too, if the
+ * peer was alive after all), nothing will come back for them: reopen the
+ * endpoint at once instead of after peer_timeout_ns.
+ */
+static void gone_settle(struct bp_rdma *r, struct bpi_worker *ws,
+			struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+
+	rl->gone_inflight = count_gone(r, rl);
+	if (rl->gone_inflight && rl->gone_inflight == rl->inflight)
+		reset_rail(r, ws, w, k, true);
 }
 
 /*
@@ -713,6 +811,7 @@ static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	struct bp_rdma *r = ws->r;
 	unsigned rails = r->cfg.rails;
 
+	gone_look(r, ws, w);
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_rdma_job *j = (struct bp_rdma_job *)jobs[i];
 		int rc = check_job(r, j);
@@ -741,6 +840,7 @@ static void rdma_poll(void *state, struct bp_worker *w)
 	struct bp_rdma *r = ws->r;
 	unsigned got = 0, busy = 0;
 
+	gone_look(r, ws, w);
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
 
@@ -750,6 +850,8 @@ static void rdma_poll(void *state, struct bp_worker *w)
 		/* a rail with only queued jobs still reads: the provider
 		 * makes its progress (and frees room) inside fi_cq_read */
 		got += reap(r, ws, w, k);
+		if (rl->gone_inflight)
+			gone_settle(r, ws, w, k);
 		if (rl->pend)
 			got += post(r, ws, w, k);
 	}
@@ -1073,19 +1175,42 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 
 int bp_rdma_peer_remove(struct bp_rdma *r, int id)
 {
-	int ready = PEER_READY;
+	int st = PEER_READY;
 
 	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
 		return -EINVAL;
 	/*
 	 * release: pairs with claim_peer's acquire, so a later add writes
 	 * desc after whatever this thread saw of the peer's last jobs (the
-	 * caller knows none is left: it has had them all back).
+	 * caller knows none is left: it has had them all back). A peer told
+	 * gone is removed the same way.
 	 */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &r->peers[id].state, &ready, PEER_FREE,
-		    memory_order_release, memory_order_relaxed))
+	if (atomic_compare_exchange_strong_explicit(
+		    &r->peers[id].state, &st, PEER_FREE, memory_order_release,
+		    memory_order_relaxed))
+		return 0;
+	if (st == PEER_GONE &&
+	    atomic_compare_exchange_strong_explicit(
+		    &r->peers[id].state, &st, PEER_FREE, memory_order_release,
+		    memory_order_relaxed))
+		return 0;
+	return -EINVAL;
+}
+
+int bp_rdma_peer_gone(struct bp_rdma *r, int id)
+{
+	int st = PEER_READY;
+
+	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
 		return -EINVAL;
+	/* relaxed: published by the epoch's release increment below */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &r->peers[id].state, &st, PEER_GONE, memory_order_relaxed,
+		    memory_order_relaxed))
+		return st == PEER_GONE ? 0 : -EINVAL;
+	/* release: pairs with gone_look's acquire: a worker that sees the
+	 * new epoch sees the GONE state */
+	atomic_fetch_add_explicit(&r->gone_epoch, 1, memory_order_release);
 	return 0;
 }
 

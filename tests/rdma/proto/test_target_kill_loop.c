@@ -104,59 +104,6 @@ static int writer_main(unsigned port)
 
 /* ------------------------------------------------------------- test */
 
-static int fails;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			fails++;                                               \
-		}                                                              \
-	} while (0)
-
-/* A HELLO: 0 for WELCOME, the ERROR's code, or 1 for no answer. */
-static int hello(unsigned port, char *text, size_t n)
-{
-	static uint8_t buf[BPI_MSG_MAX];
-	struct bpi_msg m = {.type = BPI_MSG_HELLO};
-	int fd = tgt_raw(port);
-	size_t got = 0;
-	ssize_t k;
-	int rc = 1;
-
-	text[0] = '\0';
-	if (fd < 0)
-		return 1;
-	snprintf(m.u.hello.provider, sizeof(m.u.hello.provider), "%s", prov);
-	m.u.hello.rails = 1;
-	m.u.hello.region_len = 4096;
-	k = bpi_proto_encode(&m, buf, sizeof(buf));
-	if (k > 0 && tgt_send(fd, buf, (size_t)k) == 0) {
-		int64_t end = tgt_now_ms() + 5000;
-
-		while ((k = bpi_proto_parse(buf, got, &m)) == 0) {
-			struct pollfd pfd = {.fd = fd, .events = POLLIN};
-			ssize_t r;
-
-			if (poll(&pfd, 1, (int)(end - tgt_now_ms())) <= 0)
-				break;
-			r = recv(fd, buf + got, sizeof(buf) - got, 0);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		if (k > 0 && m.type == BPI_MSG_WELCOME)
-			rc = 0;
-		else if (k > 0 && m.type == BPI_MSG_ERROR) {
-			rc = m.u.error.code;
-			snprintf(text, n, "%s", m.u.error.text);
-		}
-	}
-	close(fd);
-	return rc;
-}
 
 /* Files in /dev/shm named bp-PID-... */
 static unsigned shm_files_of(long pid)
@@ -183,38 +130,24 @@ int main(int argc, char **argv)
 	unsigned kills = 10, wedged = 0;
 	long writers[64];
 	struct tgt t;
-	int st;
+	int st, rc;
 	int64_t t0;
 
-	setenv("FI_TCP_IFACE", "lo", 1);
-	signal(SIGPIPE, SIG_IGN);
-	if (getenv("BP_TEST_PROVIDER"))
-		prov = getenv("BP_TEST_PROVIDER");
-	if (argc == 3 && strcmp(argv[1], "--writer") == 0) {
-		alarm(120); /* killed long before, whatever happens */
-		return writer_main((unsigned)atoi(argv[2]));
-	}
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s PATH/bp-target\n", argv[0]);
-		return 2;
-	}
-	alarm(300);
-	if (getenv("BP_KILLS"))
-		kills = (unsigned)atoi(getenv("BP_KILLS"));
+	rc = tgt_loop_start(argc, argv, "--writer", &prov, &kills);
+	if (rc > 0)
+		return writer_main((unsigned)rc);
+	if (rc < 0)
+		return -rc;
 	if (kills > 64)
 		kills = 64;
 	args[3] = prov;
-	if (tgt_have_provider(strncmp(prov, "shm", 3) ? "tcp" : "shm") != 0) {
-		printf("SKIP: fi_info finds no provider for %s\n", prov);
-		return 77;
-	}
 	if (tgt_start(&t, argv[1], args, &st) != 0) {
 		fprintf(stderr, "bp-target did not start\n");
 		return 1;
 	}
 	for (unsigned i = 0; i < kills; i++) {
 		char port[16], c, text[BPI_TEXT_MAX + 1];
-		int out[2], rc;
+		int out[2];
 		pid_t w;
 
 		snprintf(port, sizeof(port), "%u", t.port);
@@ -239,19 +172,19 @@ int main(int argc, char **argv)
 		kill(w, SIGKILL);
 		waitpid(w, NULL, 0);
 		close(out[0]);
-		CHECK(waitpid(t.pid, &st, WNOHANG) == 0,
+		TGT_CHECK(waitpid(t.pid, &st, WNOHANG) == 0,
 		      "kill %u: the daemon died (status %#x)", i, st);
-		rc = hello(t.port, text, sizeof(text));
+		rc = tgt_hello(t.port, prov, text, sizeof(text));
 		if (rc == -EIO) {
 			wedged++;
 			printf("kill %u: daemon reports: %s\n", i, text);
-			CHECK(strstr(text, "wedged") != NULL,
+			TGT_CHECK(strstr(text, "wedged") != NULL,
 			      "kill %u: -EIO without saying wedged: %s", i,
 			      text);
 			kills = i + 1; /* nothing more to learn */
 			break;
 		}
-		CHECK(rc == 0, "kill %u: HELLO got %d (%s)", i, rc, text);
+		TGT_CHECK(rc == 0, "kill %u: HELLO got %d (%s)", i, rc, text);
 	}
 	/* the stop: bounded, whatever the kills did to the provider */
 	t0 = tgt_now_ms();
@@ -260,12 +193,12 @@ int main(int argc, char **argv)
 	while (tgt_now_ms() - t0 < 2000 + 8000 &&
 	       waitpid(t.pid, &st, WNOHANG) != t.pid)
 		usleep(20000);
-	CHECK(st != -1, "bp-target did not exit within 10 s of SIGTERM");
+	TGT_CHECK(st != -1, "bp-target did not exit within 10 s of SIGTERM");
 	if (st == -1) {
 		kill(t.pid, SIGKILL);
 		waitpid(t.pid, &st, 0);
 	}
-	CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 3),
+	TGT_CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 3),
 	      "bp-target's exit status %#x (want 0, or 3 when a thread was "
 	      "stuck in the provider)",
 	      st);
@@ -273,16 +206,16 @@ int main(int argc, char **argv)
 	       kills, wedged, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
 	       (long long)(tgt_now_ms() - t0));
 	if (wedged)
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3,
+		TGT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3,
 		      "wedged, yet the stop said it finished (status %#x)", st);
-	CHECK(shm_files_of(t.pid) == 0, "the daemon left %u shm files",
+	TGT_CHECK(shm_files_of(t.pid) == 0, "the daemon left %u shm files",
 	      shm_files_of(t.pid));
-	CHECK(bp_rdma_shm_sweep() >= 0, "bp_rdma_shm_sweep");
+	TGT_CHECK(bp_rdma_shm_sweep() >= 0, "bp_rdma_shm_sweep");
 	for (unsigned i = 0; i < kills; i++)
-		CHECK(shm_files_of(writers[i]) == 0,
+		TGT_CHECK(shm_files_of(writers[i]) == 0,
 		      "writer %ld's shm files survived the sweep", writers[i]);
 	close(t.out);
-	if (fails)
+	if (tgt_fails)
 		return 1;
 	printf("PASS\n");
 	return 0;

@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include <batchpipe/wait.h> /* BP_TSAN */
+
+#include "proto.h"
 
 /*
  * Memory written by one-sided RDMA is copied in by a libfabric progress
@@ -80,8 +83,9 @@ static inline int tgt_have_provider(const char *prov)
  * set to lo, and read its "listening on ADDR:PORT" line. Returns 0, or -1
  * when it exited or said nothing in time (*status then set if it exited).
  */
-static inline int tgt_start(struct tgt *t, const char *exe,
-			    const char *const *args, int *status)
+static inline int tgt_spawn(struct tgt *t, const char *exe,
+			    const char *const *args, int *status,
+			    bool merge_stderr)
 {
 	const char *argv[32];
 	char line[512];
@@ -102,6 +106,8 @@ static inline int tgt_start(struct tgt *t, const char *exe,
 		/* a test that fails half-way leaves no daemon behind */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
+		if (merge_stderr)
+			dup2(p[1], 2);
 		close(p[0]);
 		close(p[1]);
 		setenv("FI_TCP_IFACE", "lo", 1);
@@ -125,6 +131,11 @@ static inline int tgt_start(struct tgt *t, const char *exe,
 			line[n] = '\0';
 			fprintf(stderr, "[daemon] %s\n", line);
 			colon = strrchr(line, ':');
+			if (merge_stderr &&
+			    strncmp(line, "bp-target: listening on ", 24)) {
+				n = 0; /* a log line before it */
+				continue;
+			}
 			if (strncmp(line, "bp-target: listening on ", 24) ||
 			    colon == NULL)
 				break;
@@ -150,6 +161,20 @@ static inline int tgt_start(struct tgt *t, const char *exe,
 	waitpid(t->pid, status, 0);
 	t->pid = 0;
 	return -1;
+}
+
+static inline int tgt_start(struct tgt *t, const char *exe,
+			    const char *const *args, int *status)
+{
+	return tgt_spawn(t, exe, args, status, false);
+}
+
+/* The same, with the daemon's log (stderr) on t->out too, after the
+ * "listening" line. */
+static inline int tgt_start_logged(struct tgt *t, const char *exe,
+				   const char *const *args, int *status)
+{
+	return tgt_spawn(t, exe, args, status, true);
 }
 
 /* SIGTERM and wait (10 s, then SIGKILL). Returns the exit status or -1. */
@@ -227,6 +252,98 @@ static inline ssize_t tgt_wait_closed(int fd, void *buf, size_t size, int ms)
 		if (r > 0 && buf != NULL && got < size)
 			got += (size_t)r;
 	}
+}
+
+/*
+ * A HELLO for a 4 KiB region over prov, one rail: 0 for WELCOME, the
+ * ERROR's code (its text into text), or 1 for no answer in 5 s.
+ */
+static inline int tgt_hello(unsigned port, const char *prov, char *text,
+			    size_t n)
+{
+	static uint8_t buf[BPI_MSG_MAX];
+	struct bpi_msg m = {.type = BPI_MSG_HELLO};
+	int fd = tgt_raw(port);
+	size_t got = 0;
+	ssize_t k;
+	int rc = 1;
+
+	text[0] = '\0';
+	if (fd < 0)
+		return 1;
+	snprintf(m.u.hello.provider, sizeof(m.u.hello.provider), "%s", prov);
+	m.u.hello.rails = 1;
+	m.u.hello.region_len = 4096;
+	k = bpi_proto_encode(&m, buf, sizeof(buf));
+	if (k > 0 && tgt_send(fd, buf, (size_t)k) == 0) {
+		int64_t end = tgt_now_ms() + 5000;
+
+		while ((k = bpi_proto_parse(buf, got, &m)) == 0) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			ssize_t r;
+
+			if (poll(&pfd, 1, (int)(end - tgt_now_ms())) <= 0)
+				break;
+			r = recv(fd, buf + got, sizeof(buf) - got, 0);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		if (k > 0 && m.type == BPI_MSG_WELCOME)
+			rc = 0;
+		else if (k > 0 && m.type == BPI_MSG_ERROR) {
+			rc = m.u.error.code;
+			snprintf(text, n, "%s", m.u.error.text);
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* Checks that count failures and go on (kill loops: report them all). */
+static int tgt_fails __attribute__((unused));
+
+#define TGT_CHECK(cond, ...)                                                   \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, "\n");                                 \
+			tgt_fails++;                                           \
+		}                                                              \
+	} while (0)
+
+/*
+ * The start of a kill-loop test: children are this program re-run as
+ * "PROG CHILD_FLAG PORT" and killed. Sets FI_TCP_IFACE, ignores SIGPIPE,
+ * takes BP_TEST_PROVIDER into *prov and BP_KILLS into *kills. Returns the
+ * port when this process is such a child (alarm 120 s: killed long before),
+ * 0 for the test itself (alarm 300 s), -2 for bad usage, -77 when fi_info
+ * has no such provider (said on stdout).
+ */
+static inline int tgt_loop_start(int argc, char **argv, const char *child_flag,
+				 const char **prov, unsigned *kills)
+{
+	setenv("FI_TCP_IFACE", "lo", 1);
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("BP_TEST_PROVIDER"))
+		*prov = getenv("BP_TEST_PROVIDER");
+	if (argc == 3 && strcmp(argv[1], child_flag) == 0) {
+		alarm(120);
+		return atoi(argv[2]);
+	}
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH/bp-target\n", argv[0]);
+		return -2;
+	}
+	alarm(300);
+	if (getenv("BP_KILLS"))
+		*kills = (unsigned)atoi(getenv("BP_KILLS"));
+	if (tgt_have_provider(strncmp(*prov, "shm", 3) ? "tcp" : "shm") != 0) {
+		printf("SKIP: fi_info finds no provider for %s\n", *prov);
+		return -77;
+	}
+	return 0;
 }
 
 #endif /* BP_TESTS_TGT_SPAWN_H */

@@ -27,6 +27,14 @@
  *   - on the rails, every posted operation completed (ok or error).
  * It prints what the provider did (statuses after the kill, with counts)
  * so the behaviour is on record.
+ *
+ * test_stage_peer_death PROVIDER BP_TARGET|- gone: the application learns
+ * of the death (here: waitpid) and tells the stage, bp_rdma_peer_gone.
+ * peer_timeout_ns is then 60 s, and the producer goes on for 1 s only;
+ * asserts as above, except that the drain and every job are back within
+ * the 10 s bound (well before the peer timeout could have ended them), and
+ * every job submitted 10 ms or more after bp_rdma_peer_gone returned fails
+ * with -ECONNABORTED; the id is then removed (bp_rdma_peer_remove: 0).
  */
 #include <poll.h>
 #include <sys/wait.h>
@@ -39,6 +47,7 @@ ST_DEFINE_GLOBALS;
 #define RLEN	(8u << 20)
 #define MAXJ	400000
 #define TIMEOUT 2000000000ull /* peer_timeout_ns */
+#define GONE_TIMEOUT 60000000000ull /* peer_timeout_ns in the gone mode */
 
 struct pjob {
 	struct st_job j; /* first */
@@ -278,7 +287,11 @@ static void note_status(int *codes, int *counts, int *n, int s)
 int main(int argc, char **argv)
 {
 	const char *prov = argc > 1 ? argv[1] : "tcp;ofi_rxm";
-	const char *target = argc > 2 ? argv[2] : NULL;
+	const char *target =
+		argc > 2 && strcmp(argv[2], "-") != 0 ? argv[2] : NULL;
+	bool gone = argc > 3 && strcmp(argv[3], "gone") == 0;
+	uint64_t timeout = gone ? GONE_TIMEOUT : TIMEOUT;
+	int64_t gone_ns = 0;
 	struct run *r = calloc(1, sizeof(*r));
 	struct st_fix *f = &r->f;
 	struct bp_rdma_conn *conn = NULL;
@@ -293,7 +306,8 @@ int main(int argc, char **argv)
 	bool hang;
 	int rc;
 
-	snprintf(name, sizeof(name), "stage_peer_death %s (%s)", prov,
+	snprintf(name, sizeof(name), "stage_peer_%s %s (%s)",
+		 gone ? "gone" : "death", prov,
 		 target ? "bp-target" : "child node");
 	f->prov = prov;
 	f->rails = 2;
@@ -357,7 +371,7 @@ int main(int argc, char **argv)
 	}
 	st_watchdog(60, "%s: set-up and writes before the kill", name);
 	st_rdma_config(f, &c);
-	c.peer_timeout_ns = TIMEOUT;
+	c.peer_timeout_ns = timeout;
 	if (st_stage_open(f, &c, NULL) || st_start(f)) {
 		kill(pid, SIGKILL);
 		return 1;
@@ -381,14 +395,25 @@ int main(int argc, char **argv)
 	printf("  killed the peer with %lu jobs delivered\n",
 	       atomic_load(&f->delivered));
 	waitpid(pid, NULL, 0);
+	if (gone) {
+		/* the application knows: its child is reaped */
+		rc = bp_rdma_peer_gone(f->r, f->peer);
+		ST_CHECK(rc == 0, "bp_rdma_peer_gone: %s", bp_strerror(rc));
+		rc = bp_rdma_peer_gone(f->r, f->peer);
+		ST_CHECK(rc == 0, "bp_rdma_peer_gone again: %s",
+			 bp_strerror(rc));
+		gone_ns = bpt_now_ns();
+	}
 	bpt_shm_cleanup(pid);
-	bound = (10ll * 1000000000 + (int64_t)TIMEOUT) * (BPT_TSAN ? 2 : 1);
+	bound = (10ll * 1000000000 + (gone ? 0 : (int64_t)TIMEOUT)) *
+		(BPT_TSAN ? 2 : 1);
 	st_watchdog((unsigned)(bound / 1000000000) + 20,
 		    "%s: jobs after the peer's SIGKILL (an operation that "
 		    "never completes?)",
 		    name);
-	/* past the stage's peer_timeout, when it gives up the peer */
-	bpt_sleep_ms((unsigned)(TIMEOUT / 1000000) + 2000);
+	/* past the stage's peer_timeout, when it gives up the peer; told
+	 * gone, 1 s of jobs after it */
+	bpt_sleep_ms(gone ? 1000 : (unsigned)(TIMEOUT / 1000000) + 2000);
 	/* release: pairs with the producer's acquire */
 	atomic_store_explicit(&r->stop, 1, memory_order_release);
 	pthread_join(t, NULL);
@@ -448,18 +473,29 @@ int main(int argc, char **argv)
 			continue;
 		after++;
 		note_status(codes, counts, &ncodes, s);
-		if (pj->submit_ns >= kill_ns + (int64_t)TIMEOUT + 1000000000) {
+		if (gone ? pj->submit_ns >= gone_ns + 10000000
+			 : pj->submit_ns >=
+				   kill_ns + (int64_t)TIMEOUT + 1000000000) {
 			late++;
-			late_ok += s == BP_JOB_OK;
+			late_ok += gone ? s != -ECONNABORTED : s == BP_JOB_OK;
 		}
 	}
 	ST_CHECK(f->cancelled == 0, "%lu jobs cancelled without an abort",
 		 f->cancelled);
-	ST_CHECK(late > 0, "no job was submitted 1 s after peer_timeout");
-	ST_CHECK(late_ok == 0,
-		 "%u of %u jobs submitted 1 s or more after peer_timeout "
-		 "completed ok (into a dead peer)",
-		 late_ok, late);
+	if (gone) {
+		ST_CHECK(late > 0, "no job was submitted after peer_gone");
+		ST_CHECK(late_ok == 0,
+			 "%u of %u jobs submitted after bp_rdma_peer_gone "
+			 "did not fail with -ECONNABORTED",
+			 late_ok, late);
+	} else {
+		ST_CHECK(late > 0,
+			 "no job was submitted 1 s after peer_timeout");
+		ST_CHECK(late_ok == 0,
+			 "%u of %u jobs submitted 1 s or more after "
+			 "peer_timeout completed ok (into a dead peer)",
+			 late_ok, late);
+	}
 	st_rail_sum(f->r, f->workers, f->rails, &rs, NULL);
 	ST_CHECK(rs.posted <= rs.completed + rs.failed,
 		 "posted %" PRIu64 " > completed %" PRIu64 " + failed %" PRIu64
@@ -475,6 +511,11 @@ int main(int argc, char **argv)
 	       " completed %" PRIu64 " failed %" PRIu64 " eagain %" PRIu64 "\n",
 	       (double)(t_drain - kill_ns) / 1e9, rs.posted, rs.completed,
 	       rs.failed, rs.eagain);
+	if (gone) {
+		rc = bp_rdma_peer_remove(f->r, f->peer);
+		ST_CHECK(rc == 0, "bp_rdma_peer_remove of a peer gone: %s",
+			 bp_strerror(rc));
+	}
 	bp_pipeline_destroy(f->p);
 	bp_rdma_destroy(f->r);
 	if (conn)
