@@ -255,6 +255,12 @@ unsigned bp_rdma_rails(const struct bp_rdma *r);
  * -ENOSPC (max_peers in use). Any thread, any time: workers insert the
  * address into their own address vectors on first use. Ids are below
  * max_peers; an id given back with bp_rdma_peer_remove is handed out again.
+ * On shm, a peer whose address is one of the library's ("fi_shm://bp-PID-")
+ * is watched: its process's pidfd is polled before each post to it, and
+ * once it has exited the peer is given up as by bp_rdma_peer_gone (a log
+ * line says so), since a post into a dead shm peer may never return
+ * (docs/api/rdma.md, "When a peer dies"). BP_RDMA_NO_SHM_SWEEP turns the
+ * watch off with the sweep (PID namespaces that share /dev/shm).
  */
 int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d);
 
@@ -430,7 +436,8 @@ int bp_rdma_node_rail_calls(const struct bp_rdma_node *n, unsigned rail,
  * negative errno (/dev/shm unreadable). Any thread, any time; the library
  * calls it itself when it opens its first shm endpoint in a process
  * (unless BP_RDMA_NO_SHM_SWEEP is set: where PID namespaces share
- * /dev/shm, a live process of another one looks gone).
+ * /dev/shm, a live process of another one looks gone; the variable turns
+ * the stage's watch of shm peers' processes off too, bp_rdma_peer_add).
  */
 int bp_rdma_shm_sweep(void);
 

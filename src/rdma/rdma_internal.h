@@ -76,6 +76,11 @@ struct bpi_fab {
  */
 /* bp_rdma_shm_sweep, once per process (shm_files.c). */
 void bpi_shm_sweep_once(void);
+/*
+ * The PID in a shm endpoint address of the library's ("fi_shm://bp-PID-..."),
+ * or -1 (another name, or the PID guesses are off: BP_RDMA_NO_SHM_SWEEP).
+ */
+long bpi_shm_addr_pid(const void *addr, size_t len);
 
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
@@ -176,6 +181,13 @@ struct bpi_peer {
 	 * Written before the release that makes the slot READY.
 	 */
 	_Atomic uint32_t gen;
+	/*
+	 * shm, a peer named by the library: a pidfd of its process, polled
+	 * before each post to it (stage.c's peer_exited), else -1; and the
+	 * PID, for the log. Written by bp_rdma_peer_add before READY.
+	 */
+	int pidfd;
+	long pid;
 };
 
 /* One worker's rail: owned by that worker thread once the pipeline runs. */
@@ -270,6 +282,7 @@ struct bp_rdma {
 	/* a plain completion already means the data landed (shm copies
 	 * before it completes): BP_RDMA_JOB_DELIVERED costs nothing extra */
 	bool completes_delivered;
+	bool watch_pids; /* shm: peers' processes watched (bpi_peer.pidfd) */
 	_Atomic int started; /* workers between init and fini: they own the
 				domains */
 	/* stall reports (cold): two stoppers may report at once */

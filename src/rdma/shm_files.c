@@ -6,13 +6,15 @@
  * does. The library names its shm endpoints "bp-PID-RANDOM" (fabric.c), so
  * a file of that form whose PID no longer exists is an orphan: removed here,
  * once per process when it opens its first shm endpoint, and whenever a
- * caller asks (bp-target does periodically).
+ * caller asks (bp-target does periodically). The same PID in a peer's
+ * address lets the stage watch the peer's process (stage.c's peer_exited).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,13 +64,32 @@ int bp_rdma_shm_sweep(void)
 	return removed;
 }
 
-static void sweep_once(void)
+/* Where PID namespaces share /dev/shm, a name's PID is not a process here. */
+static bool pids_off(void)
 {
-	/* where PID namespaces share /dev/shm, a live process looks gone */
 	const char *off = getenv("BP_RDMA_NO_SHM_SWEEP");
 
-	if (!off || !*off || !strcmp(off, "0"))
+	return off && *off && strcmp(off, "0") != 0;
+}
+
+static void sweep_once(void)
+{
+	if (!pids_off())
 		(void)bp_rdma_shm_sweep();
+}
+
+long bpi_shm_addr_pid(const void *addr, size_t len)
+{
+	static const char scheme[] = "fi_shm://";
+	char name[BP_RDMA_ADDR_MAX + 1];
+
+	if (len > BP_RDMA_ADDR_MAX || pids_off())
+		return -1;
+	memcpy(name, addr, len);
+	name[len] = '\0';
+	if (strncmp(name, scheme, sizeof(scheme) - 1) != 0)
+		return -1;
+	return name_pid(name + sizeof(scheme) - 1);
 }
 
 void bpi_shm_sweep_once(void)

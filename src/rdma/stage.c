@@ -23,10 +23,12 @@
  * cache (lock-free lookups).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -339,6 +341,44 @@ static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
 	return fail_queued(r, ws, w, rl, peer_is_down, err);
 }
 
+/* READY -> GONE, once; the workers look at their next pass (gone_look). */
+static bool mark_gone(struct bp_rdma *r, uint32_t peer)
+{
+	int st = PEER_READY;
+
+	/* relaxed: published by the epoch's release increment below */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &r->peers[peer].state, &st, PEER_GONE, memory_order_relaxed,
+		    memory_order_relaxed))
+		return false;
+	/* release: pairs with gone_look's acquire: a worker that sees the
+	 * new epoch sees the GONE state */
+	atomic_fetch_add_explicit(&r->gone_epoch, 1, memory_order_release);
+	return true;
+}
+
+/*
+ * Has the process of a watched shm peer exited? One poll of its pidfd
+ * (readable once it has exited, reaped or not); then the peer is given up
+ * as if by bp_rdma_peer_gone. Asked only where a dead peer leads: a post
+ * refused (stalled, with its clock) and operations that complete nothing
+ * (check_quiet), never per post (a poll costs microseconds here).
+ */
+static bool peer_exited(struct bp_rdma *r, uint32_t peer)
+{
+	const struct bpi_peer *pe = &r->peers[peer];
+	struct pollfd p = {.fd = pe->pidfd, .events = POLLIN};
+
+	if (pe->pidfd < 0 || poll(&p, 1, 0) != 1)
+		return false;
+	if (mark_gone(r, peer))
+		bpi_rlog(&r->log, BP_LOG_WARN,
+			 "peer %u: its process (pid %ld) has exited: given up "
+			 "at once, as if told by bp_rdma_peer_gone",
+			 peer, pe->pid);
+	return true;
+}
+
 /*
  * The provider has refused the rail's head job with -FI_EAGAIN. Until
  * peer_timeout_ns that is back-pressure (or a connection being set up:
@@ -356,6 +396,8 @@ static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	if (rl->eagain_since && (++rl->eagain_count & 63))
 		return; /* the clock every 64th refusal */
 	t = bpi_now_ns();
+	if (peer_exited(r, head->peer))
+		return; /* its jobs fail at the next pass (gone_look) */
 	if (!rl->eagain_since) {
 		rl->eagain_since = t;
 		return;
@@ -617,16 +659,38 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 		fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 }
 
-/* An empty read with operations in flight: how long has it been quiet? */
+/*
+ * An empty read with operations in flight (every 256th): how long has it
+ * been quiet? Has a watched peer of theirs exited (each distinct peer in
+ * a run of the flight table, one poll each)?
+ */
 static void check_quiet(struct bp_rdma *r, struct bpi_worker *ws,
 			struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
 	int64_t t = bpi_now_ns();
 
-	if (!rl->quiet_since)
+	if (!rl->quiet_since) {
 		rl->quiet_since = t;
-	else if ((uint64_t)(t - rl->quiet_since) >= r->cfg.peer_timeout_ns)
+		return;
+	}
+	if (r->watch_pids) {
+		uint32_t last = UINT32_MAX;
+		unsigned seen = 0;
+
+		for (unsigned i = 0; i < r->cfg.credits && seen < rl->inflight;
+		     i++) {
+			const struct bp_rdma_job *j = rl->flight[i];
+
+			if (!j)
+				continue;
+			seen++;
+			if (j->peer != last)
+				peer_exited(r, j->peer);
+			last = j->peer;
+		}
+	}
+	if ((uint64_t)(t - rl->quiet_since) >= r->cfg.peer_timeout_ns)
 		reset_rail(r, ws, w, k, false);
 }
 
@@ -1054,6 +1118,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	 * FI_DELIVERY_COMPLETE there adds nothing, and a write it fails
 	 * (a bad key) then never completes and blocks the endpoint */
 	r->completes_delivered = !strcmp(r->provider, "shm");
+	r->watch_pids = !strcmp(r->provider, "shm");
 	tx = r->info->tx_attr->size;
 	if (tx && r->cfg.credits > tx) {
 		bpi_rlog(&r->log, BP_LOG_INFO,
@@ -1161,6 +1226,15 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 		}
 	}
 	r->peers[n].desc = *d;
+	r->peers[n].pid = r->watch_pids ? bpi_shm_addr_pid(d->rail[0].addr,
+							   d->rail[0].addrlen)
+					: -1;
+	r->peers[n].pidfd = -1;
+#ifdef SYS_pidfd_open
+	if (r->peers[n].pid > 0 && r->peers[n].pid != (long)getpid())
+		r->peers[n].pidfd = (int)syscall(SYS_pidfd_open,
+						 (pid_t)r->peers[n].pid, 0);
+#endif
 	/* relaxed: published by the release below */
 	atomic_store_explicit(
 		&r->peers[n].gen,
@@ -1175,43 +1249,43 @@ int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
 
 int bp_rdma_peer_remove(struct bp_rdma *r, int id)
 {
-	int st = PEER_READY;
+	int st = PEER_READY, fd;
 
 	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
 		return -EINVAL;
+	/* read before the slot can be taken again; closed once it is ours
+	 * to give back (no job of the peer is left to poll it) */
+	fd = r->peers[id].pidfd;
 	/*
 	 * release: pairs with claim_peer's acquire, so a later add writes
 	 * desc after whatever this thread saw of the peer's last jobs (the
 	 * caller knows none is left: it has had them all back). A peer told
 	 * gone is removed the same way.
 	 */
-	if (atomic_compare_exchange_strong_explicit(
+	if (!atomic_compare_exchange_strong_explicit(
 		    &r->peers[id].state, &st, PEER_FREE, memory_order_release,
-		    memory_order_relaxed))
-		return 0;
-	if (st == PEER_GONE &&
-	    atomic_compare_exchange_strong_explicit(
-		    &r->peers[id].state, &st, PEER_FREE, memory_order_release,
-		    memory_order_relaxed))
-		return 0;
-	return -EINVAL;
+		    memory_order_relaxed) &&
+	    (st != PEER_GONE ||
+	     !atomic_compare_exchange_strong_explicit(
+		     &r->peers[id].state, &st, PEER_FREE, memory_order_release,
+		     memory_order_relaxed)))
+		return -EINVAL;
+	if (fd >= 0)
+		close(fd);
+	return 0;
 }
 
 int bp_rdma_peer_gone(struct bp_rdma *r, int id)
 {
-	int st = PEER_READY;
+	int st;
 
 	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
 		return -EINVAL;
-	/* relaxed: published by the epoch's release increment below */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &r->peers[id].state, &st, PEER_GONE, memory_order_relaxed,
-		    memory_order_relaxed))
-		return st == PEER_GONE ? 0 : -EINVAL;
-	/* release: pairs with gone_look's acquire: a worker that sees the
-	 * new epoch sees the GONE state */
-	atomic_fetch_add_explicit(&r->gone_epoch, 1, memory_order_release);
-	return 0;
+	if (mark_gone(r, (uint32_t)id))
+		return 0;
+	/* relaxed: whether it is in use at all */
+	st = atomic_load_explicit(&r->peers[id].state, memory_order_relaxed);
+	return st == PEER_GONE ? 0 : -EINVAL;
 }
 
 int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
@@ -1283,6 +1357,15 @@ void bp_rdma_destroy(struct bp_rdma *r)
 		}
 		free(r->workers);
 	}
+	/* relaxed: the workers are gone; only this thread is left */
+	for (unsigned i = 0; r->peers &&
+			     i < atomic_load_explicit(&r->npeers,
+						      memory_order_relaxed);
+	     i++)
+		if (atomic_load_explicit(&r->peers[i].state,
+					 memory_order_relaxed) != PEER_FREE &&
+		    r->peers[i].pidfd >= 0)
+			close(r->peers[i].pidfd); /* removed ones are closed */
 	free(r->peers);
 	if (r->info)
 		fi_freeinfo(r->info);

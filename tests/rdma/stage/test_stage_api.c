@@ -12,6 +12,9 @@
  *   bp_rdma_peer_add     NULL, rails mismatch, addrlen 0 or too long, len 0
  *   bp_rdma_peer_remove  NULL, out of range, twice; the id is reused
  *                        -EINVAL; ids 0, 1, 2 ..; -ENOSPC past max_peers
+ *   bp_rdma_peer_gone    NULL, out of range, free id -EINVAL; twice 0;
+ *                        a job naming it fails -ECONNABORTED; removed
+ *                        like any peer (then -EINVAL)
  *   bp_rdma_register     NULL / len 0 / unknown iface -EINVAL, CUDA without
  *                        hmem -EOPNOTSUPP, 0 before start, -EBUSY after
  *   start                a pipeline with more workers than the stage's, or
@@ -177,6 +180,15 @@ static void test_create(void)
 	bp_rdma_destroy(NULL);
 }
 
+static _Atomic int gone_status; /* the sink writes, main reads after drain */
+
+static void gone_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < n; i++)
+		gone_status = jobs[i]->status;
+}
+
 static void test_peers_register(struct st_fix *f)
 {
 	struct bp_rdma_config c;
@@ -233,6 +245,19 @@ static void test_peers_register(struct st_fix *f)
 	ST_CHECK(rc == 1, "peer_add after remove: %d", rc);
 	rc = bp_rdma_peer_add(r, &f->desc);
 	ST_CHECK(rc == -ENOSPC, "peer_add past max_peers again: %d", rc);
+	/* told gone: taken until removed, then free */
+	ST_CHECK(bp_rdma_peer_gone(NULL, 2) == -EINVAL, "peer_gone NULL");
+	ST_CHECK(bp_rdma_peer_gone(r, -1) == -EINVAL, "peer_gone -1");
+	ST_CHECK(bp_rdma_peer_gone(r, 3) == -EINVAL, "peer_gone 3 of 3");
+	ST_CHECK(bp_rdma_peer_gone(r, 2) == 0, "peer_gone 2");
+	ST_CHECK(bp_rdma_peer_gone(r, 2) == 0, "peer_gone 2 twice");
+	rc = bp_rdma_peer_add(r, &f->desc);
+	ST_CHECK(rc == -ENOSPC, "peer_add with 2 gone, not removed: %d", rc);
+	ST_CHECK(bp_rdma_peer_remove(r, 2) == 0, "peer_remove of a gone one");
+	ST_CHECK(bp_rdma_peer_gone(r, 2) == -EINVAL, "peer_gone of a free id");
+	rc = bp_rdma_peer_add(r, &f->desc);
+	ST_CHECK(rc == 2, "peer_add after removing a gone one: %d", rc);
+	ST_CHECK(bp_rdma_peer_gone(r, 2) == 0, "peer_gone 2 again");
 
 	ST_CHECK(bp_rdma_register(NULL, buf, 64, NULL) == -EINVAL,
 		 "register NULL r");
@@ -291,12 +316,27 @@ static void test_peers_register(struct st_fix *f)
 	bp_pipeline_destroy(p);
 	/* a good one: register is refused while it runs */
 	pc.stage_ctx = r;
+	pc.sink = gone_sink;
 	ST_CHECK(bp_pipeline_create(&pc, &p) == 0, "pipeline create");
 	rc = bp_pipeline_start(p);
 	ST_CHECK(rc == 0, "start: %s", bp_strerror(rc));
 	rc = bp_rdma_register(r, buf, 4096, NULL);
 	ST_CHECK(rc == -EBUSY, "register after start: %d (%s)", rc,
 		 bp_strerror(rc));
+	{
+		/* a job for the gone peer fails at once, nothing posted */
+		struct bp_rdma_job j;
+		struct bp_job *h = &j.hdr;
+
+		gone_status = 1;
+		bp_rdma_job_set(&j, BP_RDMA_WRITE, 2, buf, 64, 0);
+		ST_CHECK(bp_pipeline_submit(p, &h, 1, 0, -1) == 1,
+			 "submit to a gone peer");
+		ST_CHECK(bp_pipeline_drain(p) == 0, "drain");
+		ST_CHECK(gone_status == -ECONNABORTED,
+			 "a job for a gone peer: status %d (%s)", gone_status,
+			 bp_strerror(gone_status));
+	}
 	bp_pipeline_destroy(p);
 	bp_rdma_destroy(r);
 	free(buf);
