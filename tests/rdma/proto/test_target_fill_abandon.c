@@ -4,7 +4,7 @@
  * fill costs the next client nothing.
  *
  * The daemon runs with --peer-timeout-ms 60000: pages to a dead client
- * that the daemon were not told of would hold its fill endpoint for a
+ * that the daemon was not told of would hold its fill endpoint for a
  * minute. Four times (BP_KILLS): a filler (this program re-run with
  * --filler) connects, exposes a 256 MiB region and asks for a fill of
  * 4 KiB pages; once the first progress report is in, it is killed with
