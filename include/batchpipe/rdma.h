@@ -256,10 +256,11 @@ unsigned bp_rdma_rails(const struct bp_rdma *r);
  * address into their own address vectors on first use. Ids are below
  * max_peers; an id given back with bp_rdma_peer_remove is handed out again.
  * On shm, a peer whose address is one of the library's ("fi_shm://bp-PID-")
- * is watched: its process's pidfd is polled before each post to it, and
- * once it has exited the peer is given up as by bp_rdma_peer_gone (a log
- * line says so), since a post into a dead shm peer may never return
- * (docs/api/rdma.md, "When a peer dies"). BP_RDMA_NO_SHM_SWEEP turns the
+ * is watched: its process's pidfd is polled where a dead peer leads (a
+ * post refused with -FI_EAGAIN, operations that complete nothing; never per
+ * post), and once it has exited the peer is given up as by
+ * bp_rdma_peer_gone (a log line says so), so its jobs fail at once rather
+ * than after peer_timeout_ns (docs/api/rdma.md, "When a peer dies"). BP_RDMA_NO_SHM_SWEEP turns the
  * watch off with the sweep (PID namespaces that share /dev/shm).
  */
 int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d);

@@ -183,7 +183,7 @@ struct bpi_peer {
 	_Atomic uint32_t gen;
 	/*
 	 * shm, a peer named by the library: a pidfd of its process, polled
-	 * before each post to it (stage.c's peer_exited), else -1; and the
+	 * on the stage's slow paths (stage.c's peer_exited), else -1; and the
 	 * PID, for the log. Written by bp_rdma_peer_add before READY.
 	 */
 	int pidfd;
