@@ -27,27 +27,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "producer_internal.h"
-#include "wait_internal.h"
-
-static void reg_lock(struct bpi_flusher *fl)
-{
-	int expect = 0;
-
-	/* acquire: the previous holder's registry changes are visible */
-	while (!atomic_compare_exchange_weak_explicit(&fl->lock, &expect, 1,
-						      memory_order_acquire,
-						      memory_order_relaxed)) {
-		expect = 0;
-		sched_yield();
-	}
-}
-
-static void reg_unlock(struct bpi_flusher *fl)
-{
-	/* release: pairs with the acquire in reg_lock */
-	atomic_store_explicit(&fl->lock, 0, memory_order_release);
-}
+#include "src/base/spin.h"
+#include "src/producer_internal.h"
+#include "src/wait_internal.h"
 
 /* ----------------------------------------------------------- the walk */
 
@@ -91,7 +73,7 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 		 */
 		atomic_store_explicit(&pr->flusher_err, rc,
 				      memory_order_relaxed);
-		bpi_log(p, BP_LOG_WARN,
+		bpi_log(&p->log, BP_LOG_WARN,
 			"producer flush deadline: submit failed: %s; %llu "
 			"job(s) stay staged for bp_producer_flush",
 			bp_strerror(rc), (unsigned long long)(t - h - done));
@@ -114,9 +96,9 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		 bool *claimed, bool *full)
 {
 	struct bpi_flusher *fl = &p->fl;
-	int64_t now = bp_now_ns();
+	int64_t now = bpi_now_ns();
 	/* relaxed: a live setting, read each walk */
-	uint64_t deadline_ns =
+	int64_t deadline_ns =
 		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
 	bool again = false;
 
@@ -148,7 +130,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		 * acquire: orders the re-read after it (pairs with the
 		 * owner's release of the time).
 		 */
-		due = bpi_add_sat(
+		due = bpi_deadline(
 			atomic_load_explicit(&pr->stage_ns[h & pr->mask],
 					     memory_order_acquire),
 			deadline_ns);
@@ -224,7 +206,7 @@ static void *flusher_main(void *arg)
 		/* acquire: pairs with the release in bpi_flusher_close */
 		if (walk(p, false, &next2, &claimed, &full) ||
 		    atomic_load_explicit(&fl->stop, memory_order_acquire) ||
-		    (next2 >= 0 && next2 <= bp_now_ns())) {
+		    (next2 >= 0 && next2 <= bpi_now_ns())) {
 			bpi_waitq_cancel(&fl->wq);
 			continue;
 		}
@@ -257,7 +239,7 @@ static int start_flusher(struct bp_pipeline *p)
 	rc = bpi_pipeline_thread_start(p, &fl->thread, BP_THREAD_FLUSHER, 0, -1,
 				       flusher_main, p);
 	if (rc) {
-		bpi_log(p, BP_LOG_ERROR, "cannot start the flusher: %s",
+		bpi_log(&p->log, BP_LOG_ERROR, "cannot start the flusher: %s",
 			bp_strerror(rc));
 		return rc;
 	}
@@ -270,7 +252,7 @@ int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
 	struct bpi_flusher *fl = &p->fl;
 	int rc = 0;
 
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	/* relaxed: ordered by the lock against drain's close */
 	if (fl->closed ||
 	    atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
@@ -296,7 +278,7 @@ int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
 		/* release: the handle's fields before the flusher sees it */
 		atomic_store_explicit(&fl->handles, pr, memory_order_release);
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 	return rc;
 }
 
@@ -337,7 +319,7 @@ bool bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
 	_Atomic(struct bp_producer *) *link = &fl->handles;
 	bool mine;
 
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	while (atomic_load_explicit(link, memory_order_relaxed) != pr)
 		link = &atomic_load_explicit(link, memory_order_relaxed)->next;
 	/* seq_cst: before the look at walks below (Dekker with walk()) */
@@ -347,7 +329,7 @@ bool bpi_flusher_remove(struct bp_pipeline *p, struct bp_producer *pr)
 	/* drain holds it (pinned): drain frees it when done with it */
 	pr->free_on_unpin = pr->drain_pins > 0;
 	mine = !pr->free_on_unpin; /* pr may be gone once unlocked */
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 	wait_walk_end(fl);
 	return mine;
 }
@@ -356,7 +338,7 @@ void bpi_flusher_open(struct bp_pipeline *p)
 {
 	struct bpi_flusher *fl = &p->fl;
 
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	fl->running = true;
 	for (struct bp_producer *pr =
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
@@ -383,7 +365,7 @@ void bpi_flusher_open(struct bp_pipeline *p)
 				break;
 		}
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 }
 
 /* ------------------------------------------------------ drain, destroy */
@@ -411,7 +393,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 		if (c & CLAIM_BUSY) {
 			/* without a deadline in slices, saying what it waits
 			 * for */
-			int64_t slice = bp_now_ns() + STALL_REPORT_NS;
+			int64_t slice = bpi_now_ns() + STALL_REPORT_NS;
 			bool sliced = deadline < 0 || deadline > slice;
 
 			c = bpi_producer_wait_claim(pr,
@@ -419,7 +401,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 			if ((c & CLAIM_BUSY) && !sliced)
 				return false; /* the deadline passed */
 			if (c & CLAIM_BUSY)
-				bpi_log(pr->p, BP_LOG_WARN,
+				bpi_log(&pr->p->log, BP_LOG_WARN,
 					"drain: a producer handle's owner is "
 					"still blocked in a submit (ingress "
 					"full: the workers are not taking "
@@ -479,10 +461,10 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 			bpi_producer_release(pr, h + done, CLAIM_CLOSED);
 			return 0;
 		}
-		left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		left = deadline < 0 ? -1 : deadline - bpi_now_ns();
 		if (rc != -EAGAIN || (deadline >= 0 && left <= 0)) {
 			rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
-			bpi_log(p, BP_LOG_ERROR,
+			bpi_log(&p->log, BP_LOG_ERROR,
 				"drain: a producer's staged jobs: %s; %llu "
 				"job(s) stay staged for bp_producer_destroy",
 				bp_strerror(rc),
@@ -501,7 +483,7 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 				  bpi_ring_not_full(p->ingress), ingress_room,
 				  p->ingress, left) == -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
-			bpi_log(p, BP_LOG_WARN,
+			bpi_log(&p->log, BP_LOG_WARN,
 				"drain: %llu job(s) staged in a producer "
 				"handle still wait for room in ingress (the "
 				"workers are not taking jobs)",
@@ -523,9 +505,9 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 	unsigned n = 0, k;
 	int ret = 0;
 
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	if (fl->closed) {
-		reg_unlock(fl);
+		bpi_spin_unlock(&fl->lock);
 		return 0;
 	}
 	fl->closed = true; /* handles created from now on are born closed */
@@ -534,8 +516,8 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		n++;
 	all = malloc((n ? n : 1) * sizeof(*all));
 	if (!all) {
-		reg_unlock(fl);
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_spin_unlock(&fl->lock);
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"drain: no memory to take the producer handles: their "
 			"staged jobs stay staged");
 		return -ENOMEM;
@@ -546,7 +528,7 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		pr->drain_pins++;
 		all[n++] = pr;
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 	/* close every handle first, then submit: no claim held meanwhile */
 	for (unsigned i = 0; i < n; i++) {
 		pr = all[i];
@@ -557,7 +539,7 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 			 * (the owner's): bpi_flusher_join closes the handle
 			 * once intake is closed and that submit returned.
 			 */
-			bpi_log(p, BP_LOG_ERROR,
+			bpi_log(&p->log, BP_LOG_ERROR,
 				"drain: a producer handle's submit is still "
 				"blocked at the deadline: its staged jobs are "
 				"left to bp_producer_flush/destroy");
@@ -571,7 +553,7 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 
 		ret = ret ? ret : rc;
 	}
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	k = 0; /* keep those destroyed meanwhile: ours to free */
 	for (unsigned i = 0; i < n; i++)
 		if (--all[i]->drain_pins == 0 && all[i]->free_on_unpin)
@@ -581,7 +563,7 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		atomic_store_explicit(&fl->stop, 1, memory_order_release);
 		bpi_waitq_wake_all_slow(&fl->wq);
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 	if (k) {
 		wait_walk_end(
 			fl); /* unlinked before: no walk sees them after */
@@ -596,7 +578,7 @@ void bpi_flusher_join(struct bp_pipeline *p)
 {
 	struct bpi_flusher *fl = &p->fl;
 
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	/*
 	 * Intake is closed: a submit that held a handle's claim past drain's
 	 * deadline has returned (or returns soon with -EPIPE). Close such
@@ -612,7 +594,7 @@ void bpi_flusher_join(struct bp_pipeline *p)
 		pthread_join(fl->thread, NULL);
 		fl->started = false;
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 }
 
 void bpi_flusher_destroy(struct bp_pipeline *p)
@@ -622,16 +604,16 @@ void bpi_flusher_destroy(struct bp_pipeline *p)
 
 	bpi_flusher_close(p, -1);
 	bpi_flusher_join(p);
-	reg_lock(fl);
+	bpi_spin_lock(&fl->lock);
 	for (struct bp_producer *pr =
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
 	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
 		pr->detached = true;
 		left++;
 	}
-	reg_unlock(fl);
+	bpi_spin_unlock(&fl->lock);
 	if (left)
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_destroy: %u producer handle(s) not "
 			"destroyed first: closed (their calls return -EPIPE); "
 			"bp_producer_destroy still frees them",

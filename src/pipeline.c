@@ -25,25 +25,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipeline_internal.h"
-#include "ring_internal.h"
-#include "self.h"
-#include "thread.h"
-#include "wait_internal.h"
-
-void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
-	     const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	if (!p->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	p->cfg.log(p->cfg.log_ctx, lvl, msg);
-}
+#include "src/base/spin.h"
+#include "src/base/thread.h"
+#include "src/pipeline_internal.h"
+#include "src/ring_internal.h"
+#include "src/self.h"
+#include "src/wait_internal.h"
 
 void bp_pipeline_config_init(struct bp_pipeline_config *c)
 {
@@ -157,6 +144,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	if (!p)
 		return -ENOMEM;
 	p->cfg = *c;
+	p->log = (struct bpi_logger){c->log, c->log_ctx};
 	/* the caller may free or reuse its table (a compound literal in a
 	 * helper's frame) once create returns */
 	p->stage = *c->stage;
@@ -175,7 +163,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 */
 	bpi_waitq_set_waker_fences(&p->sink_wq);
 	atomic_init(&p->live_max_batch, c->max_batch);
-	atomic_init(&p->live_flush_ns, c->flush_deadline_ns);
+	atomic_init(&p->live_flush_ns, bpi_flush_age(c->flush_deadline_ns));
 	rc = -ENOMEM;
 	if (c->n_worker_cpus) {
 		p->cpus = malloc(c->n_worker_cpus * sizeof(int));
@@ -345,7 +333,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	 */
 	if (atomic_exchange_explicit(&p->start_called, 1,
 				     memory_order_relaxed)) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_start: called twice (the first call "
 			"started or is starting the threads)");
 		return -EINVAL;
@@ -353,7 +341,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	/* relaxed: start is called once, before any drain/abort (pipeline.h) */
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) !=
 	    P_CREATED) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_start: the pipeline was already stopped");
 		return -EINVAL;
 	}
@@ -364,7 +352,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 					       started, w->cpu, bpi_worker_main,
 					       w);
 		if (rc) {
-			bpi_log(p, BP_LOG_ERROR,
+			bpi_log(&p->log, BP_LOG_ERROR,
 				"worker %u: cannot start thread (cpu %d): %s",
 				started, w->cpu, bp_strerror(rc));
 			break;
@@ -377,7 +365,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 		rc = atomic_load_explicit(&p->workers[i].init_rc,
 					  memory_order_relaxed);
 		if (rc)
-			bpi_log(p, BP_LOG_ERROR, "worker %u: stage init: %s", i,
+			bpi_log(&p->log, BP_LOG_ERROR, "worker %u: stage init: %s", i,
 				bp_strerror(rc));
 	}
 	if (!rc) {
@@ -385,7 +373,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 			p, &p->sink_thread, BP_THREAD_SINK, 0, p->cfg.sink_cpu,
 			bpi_sink_main, p);
 		if (rc)
-			bpi_log(p, BP_LOG_ERROR, "cannot start the sink: %s",
+			bpi_log(&p->log, BP_LOG_ERROR, "cannot start the sink: %s",
 				bp_strerror(rc));
 		p->sink_started = rc == 0;
 	}
@@ -436,7 +424,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		if (!jobs[i] || ((uintptr_t)jobs[i] & 1))
 			return -EINVAL;
-	now = bp_now_ns();
+	now = bpi_now_ns();
 	deadline = bpi_deadline(now, timeout_ns);
 	while (done < n) {
 		uint64_t pos;
@@ -461,13 +449,13 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 			return done ? (int)done : k;
 		if (flags & BP_SUBMIT_NONBLOCK)
 			return done ? (int)done : -EAGAIN;
-		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		int64_t left = deadline < 0 ? -1 : deadline - bpi_now_ns();
 
 		if (deadline >= 0 && left <= 0)
 			return done ? (int)done : -ETIMEDOUT;
 		/* only the pipeline's own threads make room in ingress */
 		if (bpi_self_is(p)) {
-			bpi_log(p, BP_LOG_ERROR,
+			bpi_log(&p->log, BP_LOG_ERROR,
 				"bp_pipeline_submit: a blocking submit from a "
 				"stage or sink callback would wait for its own "
 				"thread (ingress is full; use "
@@ -479,7 +467,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 				       ingress_has_room, p->ingress, left);
 		if (rc < 0)
 			return done ? (int)done : rc;
-		now = bp_now_ns();
+		now = bpi_now_ns();
 	}
 	return (int)done;
 }
@@ -524,20 +512,20 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 	uint64_t handed = 0, queued = 0, delivered, window;
 	unsigned running = 0;
 
-	bpi_log(p, lvl, "%s: %s; intake is closed, still waiting for:", who,
+	bpi_log(&p->log, lvl, "%s: %s; intake is closed, still waiting for:", who,
 		what);
 	for (unsigned i = 0; i < p->nworkers; i++) {
 		struct bp_worker *w = &p->workers[i];
 		/* taken last: snapshots of a running worker only grow */
-		uint64_t h = stat_get(&w->st_handed),
-			 done = stat_get(&w->st_completed),
-			 taken = stat_get(&w->st_jobs);
+		uint64_t h = bpi_stat_get(&w->st_handed),
+			 done = bpi_stat_get(&w->st_completed),
+			 taken = bpi_stat_get(&w->st_jobs);
 
 		handed += h;
 		queued += bp_ring_count(w->egress);
 		if (worker_exited(w))
 			continue;
-		bpi_log(p, lvl,
+		bpi_log(&p->log, lvl,
 			"%s: worker %u: took %llu jobs, completed %llu, handed "
 			"%llu to the sink: %llu still in the stage",
 			who, i, (unsigned long long)taken,
@@ -552,20 +540,20 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 
 		buf[sizeof(buf) - 1] = '\0'; /* whatever the stage wrote */
 		if (n > 0)
-			bpi_log(p, lvl, "%s: stage %s: %s%s", who,
+			bpi_log(&p->log, lvl, "%s: stage %s: %s%s", who,
 				p->stage.name ? p->stage.name : "(unnamed)",
 				buf, (size_t)n >= sizeof(buf) ? "..." : "");
 	}
 	/* acquire: pairs with bpi_thread_exited's release */
 	if (atomic_load_explicit(&p->sink_exited, memory_order_acquire))
 		return;
-	delivered = stat_get(&p->st_ok) + stat_get(&p->st_failed) +
-		    stat_get(&p->st_cancelled);
+	delivered = bpi_stat_get(&p->st_ok) + bpi_stat_get(&p->st_failed) +
+		    bpi_stat_get(&p->st_cancelled);
 	/* ordered: handed to the sink, neither queued nor delivered */
 	window = p->cfg.ordered && handed > queued + delivered
 			 ? handed - queued - delivered
 			 : 0;
-	bpi_log(p, lvl,
+	bpi_log(&p->log, lvl,
 		"%s: sink: %s: delivered %llu of %llu submitted, %llu queued "
 		"for it, %llu in its reorder window",
 		who, queued ? "behind" : "waiting for the workers",
@@ -590,8 +578,8 @@ static int join_threads(struct bp_pipeline *p, int64_t deadline,
 	for (;;) {
 		int64_t left = STALL_REPORT_NS;
 
-		if (deadline >= 0 && deadline - bp_now_ns() < left)
-			left = deadline - bp_now_ns();
+		if (deadline >= 0 && deadline - bpi_now_ns() < left)
+			left = deadline - bpi_now_ns();
 		int rc = bpi_wait_loop(&pol, &p->stop_wq, threads_exited, p,
 				       left > 0 ? left : 0);
 
@@ -599,7 +587,7 @@ static int join_threads(struct bp_pipeline *p, int64_t deadline,
 			break;
 		if (rc != -ETIMEDOUT)
 			continue; /* -EINTR: a signal; wait again */
-		if (deadline >= 0 && bp_now_ns() >= deadline)
+		if (deadline >= 0 && bpi_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		report_stall(p, BP_LOG_WARN, who, "still stopping");
 	}
@@ -616,12 +604,12 @@ static void check_conservation(struct bp_pipeline *p, const char *who)
 {
 	struct bp_pipeline_stats s;
 
-	uint64_t delivered, repeats = stat_get(&p->st_repeats);
+	uint64_t delivered, repeats = bpi_stat_get(&p->st_repeats);
 
 	bp_pipeline_stats(p, &s);
 	delivered = s.ok + s.failed + s.cancelled;
 	if (s.submitted != delivered || repeats)
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"%s: %llu jobs submitted, %llu delivered: %llu "
 			"missing; "
 			"the sink refused %llu repeated completions",
@@ -664,12 +652,12 @@ static int stopped_or_unjoined(void *arg)
 static int stop_in(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 		   const char *who)
 {
-	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
+	int64_t deadline = bpi_deadline(bpi_now_ns(), timeout_ns);
 	struct bp_wait_policy pol;
 	int st = P_RUNNING, handles_rc = 0;
 
 	if (bpi_self_is(p)) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"%s: called from a stage or sink callback of this "
 			"pipeline: it would wait for its own thread",
 			who);
@@ -727,7 +715,7 @@ static int stop_in(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 				return handles_rc;
 			break;
 		}
-		int64_t left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		int64_t left = deadline < 0 ? -1 : deadline - bpi_now_ns();
 
 		rc = bpi_wait_loop(&pol, &p->stop_wq, stopped_or_unjoined, p,
 				   deadline < 0 ? -1 : (left > 0 ? left : 0));
@@ -796,7 +784,7 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 	if (!p)
 		return;
 	if (bpi_self_is(p)) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_destroy: called from a stage or sink "
 			"callback of this pipeline: ignored, nothing freed");
 		return;
@@ -806,7 +794,7 @@ void bp_pipeline_destroy(struct bp_pipeline *p)
 		atomic_load_explicit(&p->stop_gave_up, memory_order_relaxed) &&
 		!stopped(p);
 	if (gave_up)
-		bpi_log(p, BP_LOG_WARN,
+		bpi_log(&p->log, BP_LOG_WARN,
 			"bp_pipeline_destroy: a drain timed out before: "
 			"aborting, and waiting without a limit for the stage "
 			"to complete or cancel what it holds");
@@ -853,9 +841,9 @@ static void wait_ack(struct bp_pipeline *p, struct bp_worker *w, uint64_t gen,
 			continue;
 		}
 		if (!t0)
-			t0 = bp_now_ns();
-		if (!warned && bp_now_ns() - t0 > WAIT_WARN_NS) {
-			bpi_log(p, BP_LOG_WARN,
+			t0 = bpi_now_ns();
+		if (!warned && bpi_now_ns() - t0 > WAIT_WARN_NS) {
+			bpi_log(&p->log, BP_LOG_WARN,
 				"%s: waiting for worker %u, inside a stage "
 				"callback for more than 1 s",
 				what, w->id);
@@ -889,19 +877,13 @@ static int reconfigure(struct bp_pipeline *p,
 		       const void *arg, const char *what)
 {
 	struct live_cfg *nc, *old;
-	int expect = 0;
 
 	/* the callers refused a call from p's own threads (-EDEADLK) */
 	nc = malloc(sizeof(*nc));
 	if (!nc)
 		return -ENOMEM;
-	/* acquire: the previous reconfiguration's writes are visible */
-	while (!atomic_compare_exchange_weak_explicit(
-		&p->reconfig_busy, &expect, 1, memory_order_acquire,
-		memory_order_relaxed)) {
-		expect = 0;
-		sched_yield();
-	}
+	/* the previous reconfiguration's writes are visible (acquire) */
+	bpi_spin_lock(&p->reconfig_busy);
 	/* relaxed: only reconfigurations store it, and they are serialised */
 	old = atomic_load_explicit(&p->live, memory_order_relaxed);
 	*nc = *old;
@@ -915,8 +897,7 @@ static int reconfigure(struct bp_pipeline *p,
 	for (unsigned i = 0; i < p->nworkers; i++)
 		wait_ack(p, &p->workers[i], nc->gen, what);
 	free(old);
-	/* release: pairs with the acquire above */
-	atomic_store_explicit(&p->reconfig_busy, 0, memory_order_release);
+	bpi_spin_unlock(&p->reconfig_busy);
 	return 0;
 }
 
@@ -929,7 +910,7 @@ static int live_change_check(struct bp_pipeline *p, bool waits, const char *who)
 {
 	/* first: a call from a callback is wrong whatever the state */
 	if (waits && bpi_self_is(p)) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"%s: called from a stage or sink callback of this "
 			"pipeline: it would wait for the workers",
 			who);
@@ -963,7 +944,7 @@ int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
 		return -EINVAL;
 	if (max_batch < 1 || max_batch > BP_MAX_BATCH ||
 	    max_batch > p->cfg.max_inflight) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_set_max_batch: %u is outside 1..%u",
 			max_batch,
 			p->cfg.max_inflight < BP_MAX_BATCH ? p->cfg.max_inflight
@@ -993,7 +974,8 @@ int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)
 	if (rc)
 		return rc;
 	/* relaxed: producers pick it up on their next call */
-	atomic_store_explicit(&p->live_flush_ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&p->live_flush_ns, bpi_flush_age(ns),
+			      memory_order_relaxed);
 	return 0;
 }
 
@@ -1003,7 +985,7 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 	if (!p)
 		return -EINVAL;
 	if (bp_wait_policy_check(w)) {
-		bpi_log(p, BP_LOG_ERROR,
+		bpi_log(&p->log, BP_LOG_ERROR,
 			"bp_pipeline_set_worker_wait: NULL or unknown policy");
 		return -EINVAL;
 	}

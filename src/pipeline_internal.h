@@ -13,10 +13,12 @@
 #include <batchpipe/pipeline.h>
 #include <batchpipe/ring.h>
 
-#include "alloc.h"
-#include "counter.h"
-#include "ring_internal.h"
-#include "waitq.h"
+#include "src/base/alloc.h"
+#include "src/base/clock.h"
+#include "src/base/counter.h"
+#include "src/base/log.h"
+#include "src/ring_internal.h"
+#include "src/waitq.h"
 
 /*
  * bp_job.pipeline_word: submit stamps JOB_SUBMITTED, bp_worker_complete
@@ -69,10 +71,10 @@ struct bp_worker {
 	_Atomic int init_rc;
 
 	/* statistics: written by this worker only */
-	bp_counter st_batches, st_jobs;
-	bp_counter st_batch_hist[BP_BATCH_BUCKETS];
+	bpi_counter st_batches, st_jobs;
+	bpi_counter st_batch_hist[BP_BATCH_BUCKETS];
 	/* what a stopper that gives up reports: jobs completed, handed off */
-	bp_counter st_completed, st_handed;
+	bpi_counter st_completed, st_handed;
 	_Atomic int exited; /* 1: the thread is done with the pipeline */
 
 	/* ordered mode: jobs of this worker the sink has delivered (sink
@@ -119,13 +121,14 @@ struct bp_pipeline {
 	struct bp_pipeline_config cfg;
 	int *cpus;
 	struct bp_stage stage; /* the caller's table may go after create */
+	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
 	struct bp_ring *ingress;
 	struct bp_worker *workers;
 	unsigned nworkers;
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;
-	_Atomic uint64_t live_flush_ns;
+	_Atomic int64_t live_flush_ns; /* saturated at INT64_MAX */
 	/* read by workers each pass; replaced by reconfigure() */
 	_Atomic(struct live_cfg *) live;
 	_Atomic int
@@ -154,18 +157,21 @@ struct bp_pipeline {
 	uint32_t *window_worker; /* ordered mode: who handed each window job */
 	uint64_t window_mask;
 	uint64_t next_seq;
-	bp_counter st_ok, st_failed, st_cancelled, st_sink_batches;
-	bp_counter st_repeats; /* completions the sink refused (seq seen) */
-	bp_counter st_lat[BP_LAT_BUCKETS];
+	bpi_counter st_ok, st_failed, st_cancelled, st_sink_batches;
+	bpi_counter st_repeats; /* completions the sink refused (seq seen) */
+	bpi_counter st_lat[BP_LAT_BUCKETS];
 
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 };
 
+/* A flush deadline as the ns that live_flush_ns holds: past INT64_MAX, never. */
+static inline int64_t bpi_flush_age(uint64_t ns)
+{
+	return ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
+}
+
 /* A stopper waiting without a deadline says what it waits for this often. */
 #define STALL_REPORT_NS INT64_C(10000000000)
-
-void bpi_log(const struct bp_pipeline *p, enum bp_log_level lvl,
-	     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define LIVE_GEN_OFFLINE 0u
 #define LIVE_GEN_FIRST	 1u

@@ -14,7 +14,7 @@
 #include <batchpipe/pool.h>
 #include <batchpipe/ring.h>
 
-#include "alloc.h"
+#include "src/base/alloc.h"
 
 struct bp_pool {
 	struct bp_ring *free;

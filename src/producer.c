@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "producer_internal.h"
-#include "self.h"
-#include "wait_internal.h"
+#include "src/producer_internal.h"
+#include "src/self.h"
+#include "src/wait_internal.h"
 
 /* The owner's view of head, and where the buffer is full from it. */
 static inline void saw_head(struct bp_producer *pr, uint64_t h)
@@ -104,7 +104,7 @@ uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
 
 		if (!(c & CLAIM_BUSY))
 			return c;
-		left = deadline < 0 ? -1 : deadline - bp_now_ns();
+		left = deadline < 0 ? -1 : deadline - bpi_now_ns();
 		if (deadline >= 0 && left <= 0)
 			return c; /* still busy at the deadline */
 		bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
@@ -263,9 +263,9 @@ static int own_flush(struct bp_producer *pr, unsigned how)
  * flusher wakes by this batch's deadline. Once per batch, not per job.
  */
 static void announce_batch(struct bp_pipeline *p, int64_t now,
-			   uint64_t deadline_ns)
+			   int64_t deadline_ns)
 {
-	int64_t due = bpi_add_sat(now, deadline_ns);
+	int64_t due = bpi_deadline(now, deadline_ns);
 
 	/*
 	 * Dekker with the flusher going to sleep (store sleep_until, arm,
@@ -325,7 +325,7 @@ static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
 	if (st >= P_STOPPING)
 		return -EPIPE; /* start failed, or drained without a start */
 	/* CREATED, or RUNNING with the handles not opened yet: not started */
-	bpi_log(pr->p, BP_LOG_ERROR,
+	bpi_log(&pr->p->log, BP_LOG_ERROR,
 		"bp_producer_submit: the pipeline is not started");
 	return -EINVAL;
 }
@@ -340,7 +340,8 @@ static __attribute__((noinline)) int
 claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 {
 	struct bp_pipeline *p;
-	uint64_t h, deadline_ns;
+	uint64_t h;
+	int64_t deadline_ns;
 
 	if (c & CLAIM_CLOSED)
 		return closed_after_stage(pr, c, t);
@@ -357,7 +358,7 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 						 memory_order_relaxed);
 	/* relaxed: the owner's own store */
 	pr->due_ns =
-		bpi_add_sat(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
+		bpi_deadline(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
 						 memory_order_relaxed),
 			    deadline_ns);
 	if (t + 1 >= pr->batch_end)
@@ -388,15 +389,6 @@ static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 	return t == pr->room_end ? own_flush(pr, OWN_WAIT) : 0;
 }
 
-/* bp_now_ns, inlined: one call fewer per job. */
-static inline int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * Per job: stage, then one look at the claim word. Whether the pipeline
  * runs is in that word too (CLAIM_IDLE before start, CLAIM_CLOSED after
@@ -418,7 +410,7 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 		if (rc < 0)
 			return rc;
 	}
-	now = now_ns();
+	now = bpi_now_ns();
 	at = (unsigned)(t & pr->mask);
 	pr->slots[at] = job;
 	/* release: the flusher reads it before re-checking claim (seqlock) */

@@ -29,7 +29,7 @@
 #ifndef BP_SRC_PRODUCER_INTERNAL_H
 #define BP_SRC_PRODUCER_INTERNAL_H
 
-#include "pipeline_internal.h"
+#include "src/pipeline_internal.h"
 
 #define CLAIM_BUSY   1u		/* a claim is submitting from head */
 #define CLAIM_CLOSED 2u		/* drain took the handle for good */
@@ -67,12 +67,6 @@ struct bp_producer {
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
 };
-
-/* t + ns, saturated at INT64_MAX (a deadline that never comes). */
-static inline int64_t bpi_add_sat(int64_t t, uint64_t ns)
-{
-	return ns > (uint64_t)(INT64_MAX - t) ? INT64_MAX : t + (int64_t)ns;
-}
 
 static inline uint64_t bpi_claim_head(uint64_t c)
 {

@@ -81,9 +81,9 @@
 
 #include <batchpipe/ring.h>
 
-#include "alloc.h"
-#include "ring_internal.h"
-#include "wait_internal.h"
+#include "src/base/alloc.h"
+#include "src/ring_internal.h"
+#include "src/wait_internal.h"
 
 #define CLOSED		 UINT64_C(1)
 #define PUBLIC_FLAGS	 (BP_RING_SP | BP_RING_SC | BP_RING_HWM)

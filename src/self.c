@@ -5,7 +5,7 @@
  * default TLS model (a call to __tls_get_addr from a shared library) is
  * fine for cold paths and keeps the library loadable with dlopen.
  */
-#include "self.h"
+#include "src/self.h"
 
 static _Thread_local const struct bp_pipeline *self;
 

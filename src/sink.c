@@ -17,17 +17,17 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pipeline_internal.h"
-#include "ring_internal.h"
-#include "self.h"
-#include "wait_internal.h"
+#include "src/pipeline_internal.h"
+#include "src/ring_internal.h"
+#include "src/self.h"
+#include "src/wait_internal.h"
 
 #define SINK_BATCH 256
 
 static inline void count_latency(struct bp_pipeline *p, int64_t lat,
 				 uint64_t jobs)
 {
-	stat_add(&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)], jobs);
+	bpi_stat_add(&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)], jobs);
 }
 
 /*
@@ -39,7 +39,7 @@ static inline void count_latency(struct bp_pipeline *p, int64_t lat,
  */
 static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 {
-	int64_t now = bp_now_ns();
+	int64_t now = bpi_now_ns();
 	uint64_t ok = 0, cancelled = 0, run = 0;
 	int64_t run_ns = 0;
 
@@ -65,10 +65,10 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 	}
 	if (run)
 		count_latency(p, now - run_ns, run);
-	stat_add(&p->st_ok, ok);
-	stat_add(&p->st_failed, n - ok - cancelled);
-	stat_add(&p->st_cancelled, cancelled);
-	stat_add(&p->st_sink_batches, 1);
+	bpi_stat_add(&p->st_ok, ok);
+	bpi_stat_add(&p->st_failed, n - ok - cancelled);
+	bpi_stat_add(&p->st_cancelled, cancelled);
+	bpi_stat_add(&p->st_sink_batches, 1);
 	p->cfg.sink(p->cfg.sink_ctx, jobs, n);
 }
 
@@ -82,11 +82,11 @@ static void __attribute__((noinline, cold))
 refuse_repeat(struct bp_pipeline *p, const struct bp_job *j, unsigned worker,
 	      uint64_t *credit)
 {
-	bpi_log(p, BP_LOG_ERROR,
+	bpi_log(&p->log, BP_LOG_ERROR,
 		"sink: job seq %llu from worker %u was completed twice: "
 		"not delivered again",
 		(unsigned long long)j->seq, worker);
-	stat_add(&p->st_repeats, 1);
+	bpi_stat_add(&p->st_repeats, 1);
 	credit[worker]++;
 }
 

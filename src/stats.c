@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_put.h"
-#include "pipeline_internal.h"
-#include "ring_internal.h"
+#include "src/base/json_put.h"
+#include "src/pipeline_internal.h"
+#include "src/ring_internal.h"
 
 uint64_t bp_lat_bucket_ns(unsigned i)
 {
@@ -61,24 +61,24 @@ int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 	/* every job that got a ring position was accepted by bp_pipeline_submit
 	 */
 	s->submitted = bpi_ring_enqueued(p->ingress);
-	s->ok = stat_get(&p->st_ok);
-	s->failed = stat_get(&p->st_failed);
-	s->cancelled = stat_get(&p->st_cancelled);
-	s->sink_batches = stat_get(&p->st_sink_batches);
+	s->ok = bpi_stat_get(&p->st_ok);
+	s->failed = bpi_stat_get(&p->st_failed);
+	s->cancelled = bpi_stat_get(&p->st_cancelled);
+	s->sink_batches = bpi_stat_get(&p->st_sink_batches);
 	for (unsigned i = 0; i < p->nworkers; i++) {
 		struct bp_worker *w = &p->workers[i];
 		long hwm = bp_ring_high_water(w->egress);
 
-		s->worker_batches += stat_get(&w->st_batches);
-		s->worker_jobs += stat_get(&w->st_jobs);
+		s->worker_batches += bpi_stat_get(&w->st_batches);
+		s->worker_jobs += bpi_stat_get(&w->st_jobs);
 		for (unsigned b = 0; b < BP_BATCH_BUCKETS; b++)
-			s->batch_hist[b] += stat_get(&w->st_batch_hist[b]);
+			s->batch_hist[b] += bpi_stat_get(&w->st_batch_hist[b]);
 		if (hwm > (long)s->egress_high_water)
 			s->egress_high_water = (unsigned)hwm;
 	}
 	s->ingress_high_water = (unsigned)bp_ring_high_water(p->ingress);
 	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {
-		s->lat_hist[i] = stat_get(&p->st_lat[i]);
+		s->lat_hist[i] = bpi_stat_get(&p->st_lat[i]);
 		lat_total += s->lat_hist[i];
 	}
 	s->lat_p50_ns = percentile(s->lat_hist, lat_total, 0.50);

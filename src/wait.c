@@ -62,8 +62,8 @@
 #include <batchpipe/wait.h>
 #include <sched.h>
 
-#include "wait_internal.h"
-#include "waitq.h"
+#include "src/wait_internal.h"
+#include "src/waitq.h"
 
 int bpi_waitq_need_fence = 1;
 
@@ -148,10 +148,7 @@ void bpi_waitq_init(struct bpi_waitq *q)
 
 int64_t bp_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return bpi_now_ns();
 }
 
 uint32_t bpi_waitq_prepare(struct bpi_waitq *q)
@@ -189,7 +186,7 @@ int bpi_waitq_sleep(struct bpi_waitq *q, uint32_t key, int64_t deadline_ns)
 	long rc;
 
 	if (deadline_ns >= 0) {
-		if (bp_now_ns() >= deadline_ns)
+		if (bpi_now_ns() >= deadline_ns)
 			return -ETIMEDOUT;
 		ts.tv_sec = deadline_ns / 1000000000;
 		ts.tv_nsec = deadline_ns % 1000000000;
@@ -283,12 +280,12 @@ void bpi_waitq_pass_on(struct bpi_waitq *q, int (*more)(void *), void *arg)
 int bpi_wait_loop(const struct bp_wait_policy *pol, struct bpi_waitq *q,
 		  int (*try_fn)(void *), void *arg, int64_t timeout_ns)
 {
-	int64_t deadline = bpi_deadline(bp_now_ns(), timeout_ns);
+	int64_t deadline = bpi_deadline(bpi_now_ns(), timeout_ns);
 	int busy = pol->strategy == BP_WAIT_BUSY_POLL;
 	int rc;
 
 	if (pol->strategy != BP_WAIT_SLEEP) {
-		int64_t spin_end = bp_now_ns() + pol->spin_ns;
+		int64_t spin_end = bpi_now_ns() + pol->spin_ns;
 
 		for (unsigned i = 1;; i++) {
 			rc = try_fn(arg);
@@ -297,7 +294,7 @@ int bpi_wait_loop(const struct bp_wait_policy *pol, struct bpi_waitq *q,
 			bpi_cpu_relax();
 			if ((i & 15) != 0)
 				continue;
-			int64_t t = bp_now_ns();
+			int64_t t = bpi_now_ns();
 			if (deadline >= 0 && t >= deadline)
 				return -ETIMEDOUT;
 			if (!busy && t >= spin_end)

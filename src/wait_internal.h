@@ -8,15 +8,8 @@
 
 #include <batchpipe/wait.h>
 
-#include "waitq.h"
-
-/* now + timeout_ns, saturated; -1 (no deadline) for a negative timeout. */
-static inline int64_t bpi_deadline(int64_t now, int64_t timeout_ns)
-{
-	if (timeout_ns < 0)
-		return -1;
-	return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
-}
+#include "src/base/clock.h"
+#include "src/waitq.h"
 
 /* Registers membarrier once per process; idempotent and thread-safe. */
 void bpi_wait_global_init(void);

@@ -25,10 +25,10 @@
 #include <sched.h>
 #include <string.h>
 
-#include "pipeline_internal.h"
-#include "ring_internal.h"
-#include "self.h"
-#include "wait_internal.h"
+#include "src/pipeline_internal.h"
+#include "src/ring_internal.h"
+#include "src/self.h"
+#include "src/wait_internal.h"
 
 /*
  * The live configuration, as pipeline.c's reconfigure() replaces it. Each
@@ -134,7 +134,7 @@ static inline uint64_t in_stage(const struct bp_worker *w)
 static int __attribute__((noinline, cold))
 refuse(struct bp_worker *w, unsigned n, const char *why)
 {
-	bpi_log(w->p, BP_LOG_ERROR,
+	bpi_log(&w->p->log, BP_LOG_ERROR,
 		"worker %u: bp_worker_complete of %u jobs refused, none "
 		"accepted: %s (the stage holds %llu)",
 		w->id, n, why, (unsigned long long)in_stage(w));
@@ -158,7 +158,7 @@ static void __attribute__((noinline, cold))
 log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
 	    unsigned n)
 {
-	bpi_log(w->p, BP_LOG_ERROR,
+	bpi_log(&w->p->log, BP_LOG_ERROR,
 		"worker %u: bp_worker_complete: %u of %u jobs refused: "
 		"completed already (the first: job seq %llu); the other %u "
 		"accepted",
@@ -175,16 +175,16 @@ log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
  * spaces) that argument does not hold: the plain, exact loop.
  */
 #if defined(__x86_64__) && defined(__LP64__)
-typedef uintptr_t bp_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
+typedef uintptr_t bpi_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
 
 static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
 {
-	bp_ptr2 ora = {0, 0}, orb = {0, 0}, lowa = {0, 0}, lowb = {0, 0};
+	bpi_ptr2 ora = {0, 0}, orb = {0, 0}, lowa = {0, 0}, lowb = {0, 0};
 	uintptr_t or1 = 0, low1 = 0;
 	unsigned i = 0;
 
 	for (; i + 4 <= n; i += 4) {
-		bp_ptr2 a, b;
+		bpi_ptr2 a, b;
 
 		memcpy(&a, jobs + i, sizeof(a));
 		memcpy(&b, jobs + i + 2, sizeof(b));
@@ -266,7 +266,7 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		}
 		if (__builtin_expect(!diff, 1)) {
 			w->dend += n;
-			stat_add(&w->st_completed, n);
+			bpi_stat_add(&w->st_completed, n);
 			return (int)n;
 		}
 		for (unsigned i = 0; i < n; i++)
@@ -289,7 +289,7 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 	if (repeats)
 		log_repeats(w, first_repeat, repeats, n);
 	w->dend += k;
-	stat_add(&w->st_completed, k);
+	bpi_stat_add(&w->st_completed, k);
 	return (int)k;
 }
 
@@ -313,7 +313,7 @@ static unsigned hand_off(struct bp_worker *w)
 	if (w->dhead == w->dend)
 		w->dhead = w->dend = 0;
 	w->handed += (uint64_t)n;
-	stat_add(&w->st_handed, (uint64_t)n);
+	bpi_stat_add(&w->st_handed, (uint64_t)n);
 	bpi_waitq_wake_all(&w->p->sink_wq);
 	return (unsigned)n;
 }
@@ -331,9 +331,9 @@ static void note_batch(struct bp_worker *w, unsigned n)
 
 	while ((2u << b) <= n && b < BP_BATCH_BUCKETS - 1)
 		b++;
-	stat_add(&w->st_batches, 1);
-	stat_add(&w->st_jobs, n);
-	stat_add(&w->st_batch_hist[b], 1);
+	bpi_stat_add(&w->st_batches, 1);
+	bpi_stat_add(&w->st_jobs, n);
+	bpi_stat_add(&w->st_batch_hist[b], 1);
 }
 
 /*

@@ -8,17 +8,9 @@
  */
 #include <time.h>
 
-#include "rdma_internal.h"
+#include "src/rdma/rdma_internal.h"
 
 #define SLEEP_START_NS 2000
-
-int64_t bpi_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void bpi_backoff_reset(struct bpi_backoff *b)
 {

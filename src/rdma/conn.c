@@ -26,7 +26,7 @@
 
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 #define CONN_DEFAULT_TIMEOUT_NS (5ll * 1000000000ll)
 #define CONN_DEFAULT_REGION	(1ull << 20)

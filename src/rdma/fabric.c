@@ -16,21 +16,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "rdma_internal.h"
-
-void bpi_rlog(const struct bpi_log *l, enum bp_log_level lvl, const char *fmt,
-	      ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (!l || !l->fn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	l->fn(l->ctx, lvl, msg);
-}
+#include "src/rdma/rdma_internal.h"
 
 int bpi_fi_err(int fi_rc)
 {
@@ -49,7 +35,7 @@ int bpi_fi_err(int fi_rc)
 	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |    \
 	 FI_MR_ENDPOINT)
 
-int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
+int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_logger *l,
 		    struct fi_info **out)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -92,12 +78,12 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 	fi_freeinfo(hints);
 	if (rc == -FI_ENODATA || rc == -FI_ENOSYS) {
 		if (want->hmem)
-			bpi_rlog(l, BP_LOG_ERROR,
+			bpi_log(l, BP_LOG_ERROR,
 				 "provider '%s' has no FI_HMEM (device memory) "
 				 "with RDM endpoints and RMA",
 				 want->provider ? want->provider : "(any)");
 		else
-			bpi_rlog(l, BP_LOG_ERROR,
+			bpi_log(l, BP_LOG_ERROR,
 				 "no provider '%s' with RDM endpoints and RMA "
 				 "%s%s(fi_info -l lists the providers)",
 				 want->provider ? want->provider : "(any)",
@@ -105,7 +91,7 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
 		return want->hmem ? -EOPNOTSUPP : -ENOENT;
 	}
 	if (rc) {
-		bpi_rlog(l, BP_LOG_ERROR, "fi_getinfo: %s", fi_strerror(-rc));
+		bpi_log(l, BP_LOG_ERROR, "fi_getinfo: %s", fi_strerror(-rc));
 		return bpi_fi_err(rc);
 	}
 	return 0;
@@ -133,9 +119,9 @@ struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r)
 	return distinct[r % n];
 }
 
-static int failed(const struct bpi_log *l, const char *what, int rc)
+static int failed(const struct bpi_logger *l, const char *what, int rc)
 {
-	bpi_rlog(l, BP_LOG_ERROR, "%s: %s", what,
+	bpi_log(l, BP_LOG_ERROR, "%s: %s", what,
 		 fi_strerror(rc < 0 ? -rc : rc));
 	return bpi_fi_err(rc);
 }
@@ -177,7 +163,7 @@ static int shm_endpoint(struct fi_info *info, struct bpi_fab *f)
 
 /* The CQ, AV and enabled endpoint, in f's open domain. */
 static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		   bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+		   bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f)
 {
 	struct fi_cq_attr cq_attr = {
 		.size = cq_size,
@@ -200,7 +186,7 @@ static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 	}
 	rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
 	if (rc) {
-		bpi_rlog(l, BP_LOG_ERROR,
+		bpi_log(l, BP_LOG_ERROR,
 			 "fi_av_open (%u entries: max_peers): %s", av_count,
 			 fi_strerror(-rc));
 		return bpi_fi_err(rc);
@@ -234,7 +220,7 @@ static void close_ep(struct bpi_fab *f)
 }
 
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+		 bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f)
 {
 	int rc;
 
@@ -256,7 +242,7 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 }
 
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		      bool wait_fd, const struct bpi_log *l, struct bpi_fab *f)
+		      bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f)
 {
 	int rc;
 
@@ -279,7 +265,7 @@ void bpi_fab_close(struct bpi_fab *f)
 }
 
 int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
-		   const struct bp_rdma_mem *mem, const struct bpi_log *l,
+		   const struct bp_rdma_mem *mem, const struct bpi_logger *l,
 		   struct fid_mr **out)
 {
 	struct iovec iov = {.iov_base = addr, .iov_len = len};
@@ -352,13 +338,13 @@ bool bpi_fab_has_wait_fd(struct fi_info *info)
 
 enum bp_rdma_cq_wait bpi_fab_resolve_wait(enum bp_rdma_cq_wait w,
 					  struct fi_info *info,
-					  const struct bpi_log *l)
+					  const struct bpi_logger *l)
 {
 	if (w != BP_RDMA_CQ_AUTO)
 		return w;
 	if (bpi_fab_has_wait_fd(info))
 		return BP_RDMA_CQ_EVENT;
-	bpi_rlog(l, BP_LOG_INFO,
+	bpi_log(l, BP_LOG_INFO,
 		 "%s has no completion wait fd: polling with spin-then-sleep",
 		 info->fabric_attr->prov_name);
 	return BP_RDMA_CQ_SPIN_SLEEP;

@@ -20,7 +20,7 @@
 
 #include <urcu/rculfhash.h>
 
-#include "rdma_internal.h"
+#include "src/rdma/rdma_internal.h"
 
 #define GRANULE_SHIFT 21 /* 2 MiB */
 #define BUCKETS	      4096

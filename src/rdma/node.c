@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../thread.h"
-#include "rdma_internal.h"
+#include "src/base/thread.h"
+#include "src/rdma/rdma_internal.h"
 
 struct node_rail {
 	struct bp_rdma_node *n;
@@ -41,7 +41,7 @@ struct node_rail {
 
 struct bp_rdma_node {
 	struct bp_rdma_node_config cfg; /* provider, node not kept */
-	struct bpi_log log;
+	struct bpi_logger log;
 	struct fi_info *info;
 	char provider[64];
 	bool virt_addr;
@@ -99,7 +99,7 @@ static int rail_progress(struct node_rail *nr)
 		char pbuf[256];
 
 		if (fi_cq_readerr(nr->fab.cq, &err, 0) == 1)
-			bpi_rlog(&n->log, BP_LOG_WARN,
+			bpi_log(&n->log, BP_LOG_WARN,
 				 "node rail %u: error completion: %s (%s)",
 				 nr->index, fi_strerror(err.err),
 				 fi_cq_strerror(nr->fab.cq, err.prov_errno,
@@ -152,9 +152,9 @@ static void *rail_main(void *arg)
 
 static int node_invalid(const struct bp_rdma_node_config *c, const char *what)
 {
-	struct bpi_log l = {c->log, c->log_ctx};
+	struct bpi_logger l = {c->log, c->log_ctx};
 
-	bpi_rlog(&l, BP_LOG_ERROR, "bp_rdma_node_create: invalid %s", what);
+	bpi_log(&l, BP_LOG_ERROR, "bp_rdma_node_create: invalid %s", what);
 	return -EINVAL;
 }
 
@@ -182,7 +182,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 	n->cfg = *c;
 	n->cfg.provider = n->cfg.node = NULL;
 	pthread_mutex_init(&n->regions_lock, NULL);
-	n->log = (struct bpi_log){c->log, c->log_ctx};
+	n->log = (struct bpi_logger){c->log, c->log_ctx};
 	want.provider = c->provider;
 	want.node = c->node;
 	want.passive = true;
@@ -208,7 +208,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 				  event, &n->log, &nr->fab);
 		if (rc) {
 			if (event)
-				bpi_rlog(&n->log, BP_LOG_ERROR,
+				bpi_log(&n->log, BP_LOG_ERROR,
 					 "bp_rdma_node_create: %s has no "
 					 "completion wait object for EVENT "
 					 "progress",
@@ -218,7 +218,7 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 		nr->addrlen = sizeof(nr->addr);
 		rc = fi_getname(&nr->fab.ep->fid, nr->addr, &nr->addrlen);
 		if (rc) {
-			bpi_rlog(&n->log, BP_LOG_ERROR, "fi_getname: %s",
+			bpi_log(&n->log, BP_LOG_ERROR, "fi_getname: %s",
 				 fi_strerror(-rc));
 			rc = bpi_fi_err(rc);
 			goto fail;
@@ -304,7 +304,7 @@ int bp_rdma_node_expose(struct bp_rdma_node *n, void *addr, size_t len,
 	     mem->iface != BP_RDMA_MEM_CUDA))
 		return -EINVAL;
 	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !n->cfg.hmem) {
-		bpi_rlog(&n->log, BP_LOG_ERROR,
+		bpi_log(&n->log, BP_LOG_ERROR,
 			 "bp_rdma_node_expose: device memory needs a node "
 			 "created with hmem (FI_HMEM)");
 		return -EOPNOTSUPP;

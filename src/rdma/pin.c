@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma_internal.h"
+#include "src/rdma/rdma_internal.h"
 
 /* Parse a cpulist ("0-3,8,10-11") into set; returns the count. */
 static int parse_cpulist(const char *s, cpu_set_t *set)
@@ -66,7 +66,7 @@ static int nic_cpus(const struct fi_info *info, cpu_set_t *set, char *where,
 
 void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
 			const int *fallback, unsigned nfallback,
-			const struct bpi_log *l)
+			const struct bpi_logger *l)
 {
 	char where[32] = "";
 	cpu_set_t set;
@@ -75,17 +75,17 @@ void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
 	if (nic_cpus(info, &set, where, sizeof(where)) > 0) {
 		rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 		if (rc == 0) {
-			bpi_rlog(
+			bpi_log(
 				l, BP_LOG_INFO,
 				"worker %u: pinned to the CPUs local to NIC %s",
 				worker, where);
 			return;
 		}
-		bpi_rlog(l, BP_LOG_WARN, "worker %u: pinning near NIC %s: %s",
+		bpi_log(l, BP_LOG_WARN, "worker %u: pinning near NIC %s: %s",
 			 worker, where, strerror(rc));
 	}
 	if (!nfallback) {
-		bpi_rlog(l, BP_LOG_INFO,
+		bpi_log(l, BP_LOG_INFO,
 			 "worker %u: no NIC with local CPUs (provider %s) and "
 			 "no "
 			 "fallback CPUs: not pinned",
@@ -95,7 +95,7 @@ void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
 	CPU_ZERO(&set);
 	CPU_SET(fallback[worker % nfallback], &set);
 	rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	bpi_rlog(l, rc ? BP_LOG_WARN : BP_LOG_INFO,
+	bpi_log(l, rc ? BP_LOG_WARN : BP_LOG_INFO,
 		 "worker %u: no NIC with local CPUs (provider %s): %s CPU "
 		 "%d%s%s",
 		 worker, info->fabric_attr->prov_name,

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 /* ------------------------------------------------------------- reading */
 

@@ -18,19 +18,12 @@
 
 #include <batchpipe/rdma.h>
 
-#include "src/alloc.h"
-#include "src/counter.h"
+#include "src/base/alloc.h"
+#include "src/base/clock.h"
+#include "src/base/counter.h"
+#include "src/base/log.h"
 
 #define BPI_FI_VERSION FI_VERSION(1, 9)
-
-/* Where the stage and the node say something: the caller's log callback. */
-struct bpi_log {
-	void (*fn)(void *ctx, enum bp_log_level level, const char *msg);
-	void *ctx;
-};
-
-void bpi_rlog(const struct bpi_log *l, enum bp_log_level lvl, const char *fmt,
-	      ...) __attribute__((format(printf, 3, 4)));
 
 /* ---------------------------------------------------------------- fabric */
 
@@ -47,7 +40,7 @@ struct bpi_fab_want {
  * fi_getinfo for an RDM endpoint with RMA. Returns 0 and a list (free with
  * fi_freeinfo), or -ENOENT / -EOPNOTSUPP (hmem) with a log line.
  */
-int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_log *l,
+int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_logger *l,
 		    struct fi_info **out);
 
 /*
@@ -83,14 +76,14 @@ void bpi_shm_sweep_once(void);
 long bpi_shm_addr_pid(const void *addr, size_t len);
 
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		 bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
+		 bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f);
 void bpi_fab_close(struct bpi_fab *f);
 /*
  * Close f's endpoint, CQ and AV and open new ones in the same domain (a
  * rail whose operations will never complete). On failure f has none.
  */
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		      bool wait_fd, const struct bpi_log *l, struct bpi_fab *f);
+		      bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f);
 
 /* Whether the provider's CQs have a wait fd (FI_WAIT_FD, FI_GETWAIT). */
 bool bpi_fab_has_wait_fd(struct fi_info *info);
@@ -98,11 +91,11 @@ bool bpi_fab_has_wait_fd(struct fi_info *info);
 /* AUTO resolved for info: EVENT where there is a wait fd, else SPIN_SLEEP. */
 enum bp_rdma_cq_wait bpi_fab_resolve_wait(enum bp_rdma_cq_wait w,
 					  struct fi_info *info,
-					  const struct bpi_log *l);
+					  const struct bpi_logger *l);
 
 /* Register memory in f's domain (bound to its endpoint where needed). */
 int bpi_fab_mr_reg(struct bpi_fab *f, void *addr, size_t len, uint64_t access,
-		   const struct bp_rdma_mem *mem, const struct bpi_log *l,
+		   const struct bp_rdma_mem *mem, const struct bpi_logger *l,
 		   struct fid_mr **out);
 
 /* fi_errno (positive or negative) as a negative errno. */
@@ -145,7 +138,6 @@ struct bpi_backoff {
 };
 
 void bpi_backoff_reset(struct bpi_backoff *b);
-int64_t bpi_now_ns(void); /* CLOCK_MONOTONIC */
 /* Called after each empty poll: returns at once while spinning, else
  * sleeps (sleep_max_ns < 1 s). */
 void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
@@ -156,14 +148,14 @@ void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
 /* Pin the calling worker near its NIC, or to the fallback list. */
 void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
 			const int *fallback, unsigned nfallback,
-			const struct bpi_log *l);
+			const struct bpi_logger *l);
 
 /* ------------------------------------------------------------ the stage */
 
 struct bpi_rail_stats {
-	bp_counter posted, completed, failed, eagain, pending_high;
-	bp_counter cq_reads, cq_empty, mr_misses;
-	bp_counter reap_hist[BP_RDMA_REAP_BUCKETS];
+	bpi_counter posted, completed, failed, eagain, pending_high;
+	bpi_counter cq_reads, cq_empty, mr_misses;
+	bpi_counter reap_hist[BP_RDMA_REAP_BUCKETS];
 };
 
 /* bpi_peer.state */
@@ -239,7 +231,7 @@ struct bpi_worker {
 	/* entries into and exits from calls out of the stage's own code
 	 * (provider calls, prepare), written by the worker: odd while it is
 	 * inside one, site says which (stage.c's out_enter, stall.c) */
-	bp_counter calls;
+	bpi_counter calls;
 	_Atomic unsigned site; /* enum bpi_site */
 	/* a stall report's first sight of a call that had not returned: its
 	 * count and since when (stall.c, under bp_rdma.stall_lock) */
@@ -268,7 +260,7 @@ enum bpi_site {
 struct bp_rdma {
 	unsigned magic;		   /* checked by init: stage_ctx is one */
 	struct bp_rdma_config cfg; /* validated copy */
-	struct bpi_log log;
+	struct bpi_logger log;
 	struct fi_info *info; /* the provider's list */
 	char provider[64];
 	struct bp_stage stage;

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rdma_internal.h"
+#include "src/rdma/rdma_internal.h"
 
 #define SHM_DIR "/dev/shm"
 

@@ -34,7 +34,7 @@
 
 #include <batchpipe/error.h>
 
-#include "rdma_internal.h"
+#include "src/rdma/rdma_internal.h"
 
 #define DONE_CAP 256
 
@@ -69,7 +69,7 @@ static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
 		     struct bpi_rail *rl, struct bp_rdma_job *j, int err)
 {
 	j->hdr.status = err;
-	stat_add(&rl->st.failed, 1);
+	bpi_stat_add(&rl->st.failed, 1);
 	done_add(ws, w, j);
 }
 
@@ -94,7 +94,7 @@ static inline void out_enter(struct bpi_worker *ws, enum bpi_site site)
 
 static inline void out_leave(struct bpi_worker *ws)
 {
-	stat_add(&ws->calls, 1); /* even: back in the stage's code */
+	bpi_stat_add(&ws->calls, 1); /* even: back in the stage's code */
 }
 
 /* Jobs the stage refuses before any provider call. */
@@ -129,7 +129,7 @@ static void pend_push(struct bpi_rail *rl, struct bp_rdma_job *j)
 	*rl->tail = j;
 	rl->tail = (struct bp_rdma_job **)&JOB_NEXT(j);
 	rl->npend++;
-	stat_max(&rl->st.pending_high, rl->npend);
+	bpi_stat_max(&rl->st.pending_high, rl->npend);
 }
 
 static struct bp_rdma_job *pend_pop(struct bpi_rail *rl)
@@ -222,7 +222,7 @@ static int peer_addr(struct bp_rdma *r, struct bpi_worker *ws, unsigned k,
 		rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0, NULL);
 		out_leave(ws);
 		if (rc != 1) {
-			bpi_rlog(&r->log, BP_LOG_ERROR,
+			bpi_log(&r->log, BP_LOG_ERROR,
 				 "rail %u: fi_av_insert of peer %u: %s", k,
 				 peer, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
 			return -EHOSTUNREACH;
@@ -268,7 +268,7 @@ static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
 				out_leave(ws);
 				return rc;
 			}
-			stat_add(&rl->st.mr_misses, 1);
+			bpi_stat_add(&rl->st.mr_misses, 1);
 		}
 		rl->last_mr = e;
 	}
@@ -372,7 +372,7 @@ static bool peer_exited(struct bp_rdma *r, uint32_t peer)
 	if (pe->pidfd < 0 || poll(&p, 1, 0) != 1)
 		return false;
 	if (mark_gone(r, peer))
-		bpi_rlog(&r->log, BP_LOG_WARN,
+		bpi_log(&r->log, BP_LOG_WARN,
 			 "peer %u: its process (pid %ld) has exited: given up "
 			 "at once, as if told by bp_rdma_peer_gone",
 			 peer, pe->pid);
@@ -407,7 +407,7 @@ static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	rl->eagain_since = 0;
 	rl->peer_down[head->peer] = t;
 	failed = fail_queued_down(r, ws, w, rl, -ETIMEDOUT);
-	bpi_rlog(&r->log, BP_LOG_ERROR,
+	bpi_log(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: peer %u took nothing for %llu ms "
 		 "(-FI_EAGAIN): given up for as long again, %u queued jobs "
 		 "failed",
@@ -509,14 +509,14 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 			/* the rest goes back, in order, for the next pass:
 			 * that pass posts again, so ops posted with FI_MORE
 			 * are not left waiting */
-			stat_add(&rl->st.eagain, 1);
+			bpi_stat_add(&rl->st.eagain, 1);
 			pend_unpop(rl, &ws->batch[i], n - i);
 			stalled(r, ws, rl, k, j, w);
 			break;
 		}
 		rl->eagain_since = 0;
 		if (rc) {
-			bpi_rlog(&r->log, BP_LOG_ERROR,
+			bpi_log(&r->log, BP_LOG_ERROR,
 				 "worker %u rail %u: post: %s", ws->id, k,
 				 fi_strerror((int)-rc));
 			fail_job(ws, w, rl, j, bpi_fi_err((int)rc));
@@ -526,7 +526,7 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		posted++;
 	}
 	if (posted)
-		stat_add(&rl->st.posted, posted);
+		bpi_stat_add(&rl->st.posted, posted);
 	return posted;
 }
 
@@ -572,7 +572,7 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 	ptext = fi_cq_strerror(rl->fab.cq, err.prov_errno, err.err_data, pbuf,
 			       sizeof(pbuf));
 	out_leave(ws);
-	bpi_rlog(&r->log, BP_LOG_ERROR,
+	bpi_log(&r->log, BP_LOG_ERROR,
 		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
 		 "(%s)",
 		 ws->id, k,
@@ -637,7 +637,7 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
 	if (gone)
-		bpi_rlog(&r->log, BP_LOG_WARN,
+		bpi_log(&r->log, BP_LOG_WARN,
 			 "worker %u rail %u: %u operations in flight to peers "
 			 "told gone (bp_rdma_peer_gone), nothing else: failed, "
 			 "endpoint reopened%s%s",
@@ -645,7 +645,7 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 			 rc ? " - FAILED, the rail takes no more jobs: " : "",
 			 rc ? bp_strerror(rc) : "");
 	else
-		bpi_rlog(&r->log, BP_LOG_ERROR,
+		bpi_log(&r->log, BP_LOG_ERROR,
 			 "worker %u rail %u: %u operations in flight, none "
 			 "completed for %llu ms: failed, their peers given up "
 			 "on this rail (%u queued jobs failed), endpoint "
@@ -768,10 +768,10 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		out_enter(ws, SITE_CQ_READ);
 		n = fi_cq_read(rl->fab.cq, rl->cqe, B);
 		out_leave(ws);
-		stat_add(&rl->st.cq_reads, 1);
+		bpi_stat_add(&rl->st.cq_reads, 1);
 		if (n == -FI_EAGAIN) {
-			stat_add(&rl->st.cq_empty, 1);
-			stat_add(&rl->st.reap_hist[0], 1);
+			bpi_stat_add(&rl->st.cq_empty, 1);
+			bpi_stat_add(&rl->st.reap_hist[0], 1);
 			if (rl->inflight && !got && !(++rl->empty_reads & 255))
 				check_quiet(r, ws, w, k);
 			break;
@@ -783,12 +783,12 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 			continue;
 		}
 		if (n < 0) {
-			bpi_rlog(&r->log, BP_LOG_ERROR,
+			bpi_log(&r->log, BP_LOG_ERROR,
 				 "worker %u rail %u: fi_cq_read: %s", ws->id, k,
 				 fi_strerror((int)-n));
 			break;
 		}
-		stat_add(&rl->st.reap_hist[reap_bucket(n)], 1);
+		bpi_stat_add(&rl->st.reap_hist[reap_bucket(n)], 1);
 		for (ssize_t i = 0; i < n; i++) {
 			struct bp_rdma_job *j = ctx_job(rl->cqe[i].op_context);
 
@@ -796,7 +796,7 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 			j->hdr.status = BP_JOB_OK;
 			done_add(ws, w, j);
 		}
-		stat_add(&rl->st.completed, (uint64_t)n);
+		bpi_stat_add(&rl->st.completed, (uint64_t)n);
 		got += (unsigned)n;
 		if (!rl->inflight)
 			break;
@@ -843,7 +843,7 @@ static int rdma_init(struct bp_worker *w, void **state)
 	if (!r || r->magic != BPI_RDMA_MAGIC)
 		return -EINVAL; /* stage_ctx must be the struct bp_rdma */
 	if (id >= r->cfg.workers) {
-		bpi_rlog(&r->log, BP_LOG_ERROR,
+		bpi_log(&r->log, BP_LOG_ERROR,
 			 "worker %u: the pipeline has more workers than "
 			 "bp_rdma_config.workers (%u)",
 			 id, r->cfg.workers);
@@ -973,9 +973,9 @@ void bp_rdma_config_init(struct bp_rdma_config *c)
 
 static int invalid(const struct bp_rdma_config *c, const char *what)
 {
-	struct bpi_log l = {c->log, c->log_ctx};
+	struct bpi_logger l = {c->log, c->log_ctx};
 
-	bpi_rlog(&l, BP_LOG_ERROR, "bp_rdma_create: invalid %s", what);
+	bpi_log(&l, BP_LOG_ERROR, "bp_rdma_create: invalid %s", what);
 	return -EINVAL;
 }
 
@@ -1088,7 +1088,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 		return -ENOMEM;
 	r->magic = BPI_RDMA_MAGIC;
 	r->cfg = *c;
-	r->log = (struct bpi_log){c->log, c->log_ctx};
+	r->log = (struct bpi_logger){c->log, c->log_ctx};
 	r->cfg.provider = NULL; /* not kept: the caller's strings */
 	r->cfg.node = NULL;
 	r->cfg.fallback_cpus = NULL; /* our copy below, if any */
@@ -1121,7 +1121,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	r->watch_pids = !strcmp(r->provider, "shm");
 	tx = r->info->tx_attr->size;
 	if (tx && r->cfg.credits > tx) {
-		bpi_rlog(&r->log, BP_LOG_INFO,
+		bpi_log(&r->log, BP_LOG_INFO,
 			 "%s: credits %u cut to the transmit queue size %zu",
 			 r->provider, r->cfg.credits, tx);
 		r->cfg.credits = (unsigned)tx;
@@ -1141,7 +1141,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 	for (unsigned i = 0; i < c->workers; i++) {
 		rc = open_worker(r, &r->workers[i], i);
 		if (rc == -EOPNOTSUPP)
-			bpi_rlog(
+			bpi_log(
 				&r->log, BP_LOG_ERROR,
 				"bp_rdma_create: provider %s has no completion "
 				"wait object (FI_WAIT_FD): cq_wait EVENT is "
@@ -1296,14 +1296,14 @@ int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 	     mem->iface != BP_RDMA_MEM_CUDA))
 		return -EINVAL;
 	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !r->cfg.hmem) {
-		bpi_rlog(&r->log, BP_LOG_ERROR,
+		bpi_log(&r->log, BP_LOG_ERROR,
 			 "bp_rdma_register: device memory needs a stage "
 			 "created with hmem (FI_HMEM)");
 		return -EOPNOTSUPP;
 	}
 	/* acquire: pairs with rdma_init's release */
 	if (atomic_load_explicit(&r->started, memory_order_acquire)) {
-		bpi_rlog(&r->log, BP_LOG_ERROR,
+		bpi_log(&r->log, BP_LOG_ERROR,
 			 "bp_rdma_register: the pipeline is running (its "
 			 "workers own the domains): register before "
 			 "bp_pipeline_start, or pass buffers as they are "

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "rdma_internal.h"
-#include "src/json_put.h"
+#include "src/rdma/rdma_internal.h"
+#include "src/base/json_put.h"
 
 /* Between the two looks of one report: no post or read takes this long. */
 #define LOOK_NS INT64_C(20000000)

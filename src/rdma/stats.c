@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rdma_internal.h"
-#include "src/json_put.h"
+#include "src/rdma/rdma_internal.h"
+#include "src/base/json_put.h"
 
 int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s)
@@ -22,16 +22,16 @@ int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 	if (!r || !s || worker >= r->cfg.workers || rail >= r->cfg.rails)
 		return -EINVAL;
 	st = &r->workers[worker].rails[rail].st;
-	s->posted = stat_get(&st->posted);
-	s->completed = stat_get(&st->completed);
-	s->failed = stat_get(&st->failed);
-	s->eagain = stat_get(&st->eagain);
-	s->pending_high = stat_get(&st->pending_high);
-	s->cq_reads = stat_get(&st->cq_reads);
-	s->cq_empty = stat_get(&st->cq_empty);
-	s->mr_cache_misses = stat_get(&st->mr_misses);
+	s->posted = bpi_stat_get(&st->posted);
+	s->completed = bpi_stat_get(&st->completed);
+	s->failed = bpi_stat_get(&st->failed);
+	s->eagain = bpi_stat_get(&st->eagain);
+	s->pending_high = bpi_stat_get(&st->pending_high);
+	s->cq_reads = bpi_stat_get(&st->cq_reads);
+	s->cq_empty = bpi_stat_get(&st->cq_empty);
+	s->mr_cache_misses = bpi_stat_get(&st->mr_misses);
 	for (unsigned i = 0; i < BP_RDMA_REAP_BUCKETS; i++)
-		s->reap_hist[i] = stat_get(&st->reap_hist[i]);
+		s->reap_hist[i] = bpi_stat_get(&st->reap_hist[i]);
 	return 0;
 }
 

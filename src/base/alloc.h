@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Pipeline-owned memory: cache-line aligned, from jemalloc or libc. */
-#ifndef BP_SRC_ALLOC_H
-#define BP_SRC_ALLOC_H
+#ifndef BP_SRC_BASE_ALLOC_H
+#define BP_SRC_BASE_ALLOC_H
 
 #include <stddef.h>
 

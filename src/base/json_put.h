@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Building JSON into a caller's buffer with snprintf rules. */
-#ifndef BP_SRC_JSON_PUT_H
-#define BP_SRC_JSON_PUT_H
+#ifndef BP_SRC_BASE_JSON_PUT_H
+#define BP_SRC_BASE_JSON_PUT_H
 
 #include <stdio.h>
 

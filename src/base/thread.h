@@ -3,8 +3,8 @@
  * Every thread the library creates starts here: the pipeline's workers and
  * sink, the producers' flusher, the RDMA node's progress threads.
  */
-#ifndef BP_SRC_THREAD_H
-#define BP_SRC_THREAD_H
+#ifndef BP_SRC_BASE_THREAD_H
+#define BP_SRC_BASE_THREAD_H
 
 #include <pthread.h>
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bp_config.h"
-#include "alloc.h"
+#include "src/base/alloc.h"
 
 #ifdef BP_USE_JEMALLOC
 #include <jemalloc/jemalloc.h>

@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "thread.h"
+#include "src/base/thread.h"
 
 struct boot {
 	struct bpi_thread_spec s;
