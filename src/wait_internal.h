@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The wait loop shared by the ring's blocking calls and the pipeline. */
+/* The wait loop shared by the ring's blocking calls and the pipeline
+ * (src/wait.c). */
 #ifndef BP_SRC_WAIT_INTERNAL_H
 #define BP_SRC_WAIT_INTERNAL_H
 
@@ -10,19 +11,6 @@
 
 #include "src/base/clock.h"
 #include "src/waitq.h"
-
-/* Registers membarrier once per process; idempotent and thread-safe. */
-void bpi_wait_global_init(void);
-
-/*
- * A full barrier on every thread of the process that is running now
- * (membarrier PRIVATE_EXPEDITED), so that a thread on the cold side of a
- * Dekker pair may pair with a hot side that only stops the compiler (a
- * signal fence). Where membarrier is missing, a full fence: the hot side
- * then fences itself (bpi_waitq_need_fence). Cold path: a system call
- * that interrupts every CPU running this process.
- */
-void bpi_barrier_all(void);
 
 /*
  * Retry `try_fn(arg)` until it returns non-zero (its result is returned),

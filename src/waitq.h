@@ -5,7 +5,7 @@
  * part of the API or exported from the shared library. The fast paths
  * (has_sleepers, wake) are inline: the ring calls them on every operation.
  * The protocol that uses them is docs/wakeup.md; the proof is at the top of
- * src/wait.c.
+ * src/waitq.c.
  */
 #ifndef BP_SRC_WAITQ_H
 #define BP_SRC_WAITQ_H
@@ -43,6 +43,19 @@ struct bpi_waitq {
 	 */
 	uint32_t wake_one;
 };
+
+/* Registers membarrier once per process; idempotent and thread-safe. */
+void bpi_wait_global_init(void);
+
+/*
+ * A full barrier on every thread of the process that is running now
+ * (membarrier PRIVATE_EXPEDITED), so that a thread on the cold side of a
+ * Dekker pair may pair with a hot side that only stops the compiler (a
+ * signal fence). Where membarrier is missing, a full fence: the hot side
+ * then fences itself (bpi_waitq_need_fence). Cold path: a system call
+ * that interrupts every CPU running this process.
+ */
+void bpi_barrier_all(void);
 
 void bpi_waitq_init(struct bpi_waitq *q);
 
