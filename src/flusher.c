@@ -6,7 +6,7 @@
  * earliest deadline of any handle; a producer that stages the first job of
  * a batch wakes it only if that batch is due before it would wake anyway
  * (once per batch, not per job). It claims a handle's staged jobs as the
- * owner does (producer_internal.h) and submits what ingress has room for,
+ * owner does (src/claim.h) and submits what ingress has room for,
  * never waiting with a claim held: when ingress is full it ends the claim
  * and waits for room holding nothing (the owner may be a thread ingress
  * waits for).
@@ -28,7 +28,9 @@
 #include <stdlib.h>
 
 #include "src/base/spin.h"
-#include "src/producer_internal.h"
+#include "src/claim.h"
+#include "src/flusher.h"
+#include "src/handle.h"
 #include "src/wait_internal.h"
 
 /* ----------------------------------------------------------- the walk */
@@ -47,14 +49,14 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 
 	/* relaxed: ordered by the claim's acquire (set before ours) */
 	if (atomic_load_explicit(&pr->flusher_err, memory_order_relaxed)) {
-		bpi_producer_release(pr, h, 0);
+		bpi_claim_release(pr, h, 0);
 		return false;
 	}
 	/* acquire: the jobs below tail are stored (pairs with the owner) */
 	t = atomic_load_explicit(&pr->tail, memory_order_acquire);
 	/* relaxed: the submit's publication carries it to whoever saw a job */
 	atomic_store_explicit(&pr->claim_end, t, memory_order_relaxed);
-	rc = bpi_producer_submit_some(pr, h, t, &done);
+	rc = bpi_claim_submit(pr, h, t, false, &done);
 	if (rc != -EPIPE)
 		/* where this claim stopped: a later claim's BUSY window shows
 		 * no stale end past head (bp_producer_staged). relaxed:
@@ -62,7 +64,7 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 		atomic_store_explicit(&pr->claim_end, h + done,
 				      memory_order_relaxed);
 	if (rc == -EAGAIN) {
-		bpi_producer_release(pr, h + done, 0);
+		bpi_claim_release(pr, h + done, 0);
 		return true;
 	}
 	if (rc < 0) {
@@ -80,9 +82,9 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 	}
 	/* -EPIPE: intake is closed for good, and so is the handle */
 	if (rc == -EPIPE)
-		bpi_producer_close_at(pr, h + done);
+		bpi_claim_close_at(pr, h + done);
 	else
-		bpi_producer_release(pr, h + done, 0);
+		bpi_claim_release(pr, h + done, 0);
 	return false;
 }
 
@@ -108,9 +110,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	/* seq_cst loads: see every removal ordered before the increment */
 	for (struct bp_producer *pr = atomic_load(&fl->handles); pr;
 	     pr = atomic_load(&pr->next)) {
-		/* acquire: pairs with bpi_producer_release */
-		uint64_t c =
-			atomic_load_explicit(&pr->claim, memory_order_acquire);
+		uint64_t c = bpi_claim_word(pr);
 		uint64_t h = bpi_claim_head(c), t;
 		int64_t due;
 
@@ -145,10 +145,7 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 				*next = due;
 			continue;
 		}
-		/* acquire: the previous claimer's slot reads come first */
-		if (!atomic_compare_exchange_strong_explicit(
-			    &pr->claim, &c, c | CLAIM_BUSY,
-			    memory_order_acquire, memory_order_relaxed)) {
+		if (!bpi_claim_try(pr, &c, 0)) {
 			again = true; /* the owner or drain got there first */
 			continue;
 		}
@@ -343,27 +340,12 @@ void bpi_flusher_open(struct bp_pipeline *p)
 	for (struct bp_producer *pr =
 		     atomic_load_explicit(&fl->handles, memory_order_relaxed);
 	     pr; pr = atomic_load_explicit(&pr->next, memory_order_relaxed)) {
-		/* acquire: pairs with bpi_producer_release */
-		uint64_t c =
-			atomic_load_explicit(&pr->claim, memory_order_acquire);
-
 		/*
 		 * An owner taking a job back before start (idle_after_stage)
-		 * holds a claim that ends by storing IDLE again: wait it out,
-		 * or that store would undo the opening for good.
+		 * holds a claim that ends by storing IDLE again: open waits
+		 * it out, or that store would undo the opening for good.
 		 */
-		for (;;) {
-			if (c & CLAIM_BUSY)
-				c = bpi_producer_wait_claim(pr, -1);
-			/* release: the owner that sees it open sees a started
-			 * pipeline */
-			else if (atomic_compare_exchange_weak_explicit(
-					 &pr->claim, &c,
-					 c & ~(uint64_t)CLAIM_IDLE,
-					 memory_order_release,
-					 memory_order_acquire))
-				break;
-		}
+		bpi_claim_open(pr);
 	}
 	bpi_spin_unlock(&fl->lock);
 }
@@ -379,8 +361,7 @@ void bpi_flusher_open(struct bp_pipeline *p)
  */
 static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 {
-	/* acquire: pairs with bpi_producer_release */
-	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	uint64_t c = bpi_claim_word(pr);
 
 	for (;;) {
 		/*
@@ -396,7 +377,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 			int64_t slice = bpi_now_ns() + STALL_REPORT_NS;
 			bool sliced = deadline < 0 || deadline > slice;
 
-			c = bpi_producer_wait_claim(pr,
+			c = bpi_claim_wait(pr,
 						    sliced ? slice : deadline);
 			if ((c & CLAIM_BUSY) && !sliced)
 				return false; /* the deadline passed */
@@ -407,10 +388,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 					"full: the workers are not taking "
 					"jobs)");
 		}
-		/* acquire: the previous claimer's slot reads first */
-		else if (atomic_compare_exchange_weak_explicit(
-				 &pr->claim, &c, c | CLAIM_BUSY | CLAIM_CLOSED,
-				 memory_order_acquire, memory_order_acquire))
+		else if (bpi_claim_try(pr, &c, CLAIM_CLOSED))
 			break;
 	}
 	/*
@@ -424,7 +402,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 		submit ? atomic_load_explicit(&pr->tail, memory_order_acquire)
 		       : bpi_claim_head(c),
 		memory_order_relaxed); /* published by the release below */
-	bpi_producer_release(pr, bpi_claim_head(c), CLAIM_CLOSED);
+	bpi_claim_release(pr, bpi_claim_head(c), CLAIM_CLOSED);
 	return true;
 }
 
@@ -437,28 +415,23 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 			int64_t deadline)
 {
 	for (;;) {
-		/* acquire: pairs with bpi_producer_release */
-		uint64_t c =
-			atomic_load_explicit(&pr->claim, memory_order_acquire);
+		uint64_t c = bpi_claim_word(pr);
 		uint64_t h = bpi_claim_head(c), done = 0, end;
 		int64_t left;
 		int rc;
 
 		if (c & CLAIM_BUSY) { /* the owner settling its last job */
-			bpi_producer_wait_claim(pr, -1);
+			bpi_claim_wait(pr, -1);
 			continue;
 		}
-		/* acquire: the previous claimer's slot reads first */
-		if (!atomic_compare_exchange_weak_explicit(
-			    &pr->claim, &c, c | CLAIM_BUSY,
-			    memory_order_acquire, memory_order_relaxed))
+		if (!bpi_claim_try(pr, &c, 0))
 			continue;
 		/* relaxed: only closers store it, under a claim */
 		end = atomic_load_explicit(&pr->claim_end,
 					   memory_order_relaxed);
-		rc = h < end ? bpi_producer_submit_some(pr, h, end, &done) : 0;
+		rc = h < end ? bpi_claim_submit(pr, h, end, false, &done) : 0;
 		if (rc == 0) {
-			bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+			bpi_claim_release(pr, h + done, CLAIM_CLOSED);
 			return 0;
 		}
 		left = deadline < 0 ? -1 : deadline - bpi_now_ns();
@@ -469,10 +442,10 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 				"job(s) stay staged for bp_producer_destroy",
 				bp_strerror(rc),
 				(unsigned long long)(end - h - done));
-			bpi_producer_close_at(pr, h + done);
+			bpi_claim_close_at(pr, h + done);
 			return rc;
 		}
-		bpi_producer_release(pr, h + done, CLAIM_CLOSED);
+		bpi_claim_release(pr, h + done, CLAIM_CLOSED);
 		/*
 		 * Room comes from the workers. Without a deadline, wait in
 		 * slices and say what drain waits for, never silently.

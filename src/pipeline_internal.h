@@ -17,6 +17,7 @@
 #include "src/base/clock.h"
 #include "src/base/counter.h"
 #include "src/base/log.h"
+#include "src/flusher.h"
 #include "src/ring_internal.h"
 #include "src/waitq.h"
 
@@ -87,26 +88,6 @@ struct bp_worker {
 	 * the sink reads it right after writing that line.
 	 */
 	struct bpi_waitq progress;
-};
-
-/*
- * The pipeline's producer handles and the thread that flushes their staged
- * jobs when a flush deadline passes (flusher.c). Zeroed memory is a valid,
- * empty one.
- */
-struct bpi_flusher {
-	_Atomic int lock; /* registry changes, drain, destroy (cold paths) */
-	_Atomic(struct bp_producer *) handles; /* walked without the lock */
-	bool closed;  /* under lock: drain took every handle, none may join */
-	bool started; /* under lock: the thread runs */
-	bool running; /* under lock: bp_pipeline_start succeeded */
-	pthread_t thread;
-	_Atomic int stop;
-	_Atomic uint64_t walks; /* odd while the flusher walks the handles */
-	/* when the flusher wakes by itself; 0 while awake */
-	alignas(BP_FALSE_SHARING) _Atomic int64_t sleep_until;
-	struct bpi_waitq wq;	  /* the flusher sleeps here */
-	struct bpi_waitq walk_wq; /* handle removal waits here for a walk */
 };
 
 enum pipeline_state {
@@ -193,22 +174,6 @@ void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited);
 int bpi_pipeline_thread_start(struct bp_pipeline *p, pthread_t *t,
 			      enum bp_thread_role role, unsigned index, int cpu,
 			      void *(*fn)(void *), void *arg);
-/* From bp_pipeline_start, once running: handles take jobs from now on. */
-void bpi_flusher_open(struct bp_pipeline *p);
-/*
- * From stop(), before intake closes: submit every handle's staged jobs and
- * close the handles (their later submits get -EPIPE), tell the flusher to
- * stop. Waits for submits until the CLOCK_MONOTONIC deadline (< 0: none):
- * returns 0, or -ETIMEDOUT / a submit error after logging what stays
- * staged (the owners get it back from bp_producer_flush/destroy).
- * Idempotent. bpi_flusher_join (after intake closed, so that a flusher
- * blocked in a submit gets -EPIPE) joins the flusher thread.
- */
-int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline);
-void bpi_flusher_join(struct bp_pipeline *p);
-/* From destroy: close, then detach handles still alive (logged). */
-void bpi_flusher_destroy(struct bp_pipeline *p);
-
 /* Latency bucket of a duration in ns: 4 buckets per power of two. */
 static inline unsigned bpi_lat_bucket(uint64_t ns)
 {

@@ -6,13 +6,15 @@
  * deadline, on bp_producer_flush, or by the pipeline's flusher thread once
  * that deadline passes while the owner is away (flusher.c). The deadline is
  * a max age measured from the oldest staged job: adding jobs never
- * postpones it. How claims keep each handle's order: producer_internal.h.
+ * postpones it. How claims keep each handle's order: src/claim.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "src/producer_internal.h"
+#include "src/claim.h"
+#include "src/flusher.h"
+#include "src/handle.h"
 #include "src/self.h"
 #include "src/wait_internal.h"
 
@@ -21,145 +23,6 @@ static inline void saw_head(struct bp_producer *pr, uint64_t h)
 {
 	pr->head_seen = h;
 	pr->room_end = h + pr->cap;
-}
-
-int bpi_producer_submit_range(struct bp_producer *pr, uint64_t h, uint64_t t,
-			      uint64_t *done)
-{
-	while (h < t) {
-		unsigned at = (unsigned)(h & pr->mask);
-		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
-		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
-					    (unsigned)run, 0, -1);
-
-		if (rc < 0)
-			return rc;
-		h += (uint64_t)rc;
-		*done += (uint64_t)rc;
-	}
-	return 0;
-}
-
-void bpi_producer_close_at(struct bp_producer *pr, uint64_t head)
-{
-	/* relaxed: published by the release that ends the claim */
-	atomic_store_explicit(&pr->claim_end, head, memory_order_relaxed);
-	bpi_producer_release(pr, head, CLAIM_CLOSED);
-}
-
-int bpi_producer_submit_some(struct bp_producer *pr, uint64_t h, uint64_t t,
-			     uint64_t *done)
-{
-	while (h < t) {
-		unsigned at = (unsigned)(h & pr->mask);
-		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
-		int rc =
-			bp_pipeline_submit(pr->p, pr->slots + at, (unsigned)run,
-					   BP_SUBMIT_NONBLOCK, 0);
-
-		if (rc < 0)
-			return rc;
-		h += (uint64_t)rc;
-		*done += (uint64_t)rc;
-	}
-	return 0;
-}
-
-void bpi_producer_release(struct bp_producer *pr, uint64_t head, unsigned flags)
-{
-	/*
-	 * release: our reads of the slots below head, and the claimer's
-	 * flusher_err, before anyone who sees the new head; pairs with the
-	 * acquire loads of claim (the owner reuses those slots after one)
-	 */
-	atomic_store_explicit(&pr->claim, head << CLAIM_SHIFT | flags,
-			      memory_order_release);
-	bpi_waitq_wake(&pr->claim_wq);
-}
-
-static int claim_free(void *arg)
-{
-	struct bp_producer *pr = arg;
-
-	/* acquire: pairs with bpi_producer_release */
-	return !(atomic_load_explicit(&pr->claim, memory_order_acquire) &
-		 CLAIM_BUSY);
-}
-
-uint64_t bpi_producer_wait_claim(struct bp_producer *pr, int64_t deadline)
-{
-	/*
-	 * A claim in progress is the owner's blocking submit (it ends as soon
-	 * as ingress has room) or a flusher's or drain's slice, which never
-	 * waits. The word is looked at again after every wake-up: a claim that
-	 * ended may be followed at once by the next (the owner's or the
-	 * flusher's), and a busy word says "the deadline passed" only once it
-	 * has. -EINTR is a signal, not the end of the claim: wait again.
-	 */
-	for (;;) {
-		/* acquire: pairs with bpi_producer_release */
-		uint64_t c =
-			atomic_load_explicit(&pr->claim, memory_order_acquire);
-		int64_t left;
-
-		if (!(c & CLAIM_BUSY))
-			return c;
-		left = deadline < 0 ? -1 : deadline - bpi_now_ns();
-		if (deadline >= 0 && left <= 0)
-			return c; /* still busy at the deadline */
-		bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
-			      claim_free, pr, left);
-	}
-}
-
-struct drain_watch {
-	struct bp_producer *pr;
-	uint64_t c; /* the claim word when the owner began to wait */
-};
-
-/* Wake condition: drain moved on with the handle's jobs, or gave up. */
-static int drain_moved(void *arg)
-{
-	struct drain_watch *dw = arg;
-	/* acquire: pairs with bpi_producer_release */
-	uint64_t c = atomic_load_explicit(&dw->pr->claim, memory_order_acquire);
-
-	/* relaxed: ordered by the acquire of c (the closer's release) */
-	return c != dw->c ||
-	       atomic_load_explicit(&dw->pr->claim_end, memory_order_relaxed) <=
-		       bpi_claim_head(c);
-}
-
-/*
- * bp_producer_destroy on a handle a drain has closed and has still to
- * submit from (claim_end past head): the drain may yet give up at its
- * deadline and leave the jobs staged, so wait until it has submitted them
- * all (0) or given up (the rest is the owner's: -EPIPE), not longer than
- * the drain itself. From the pipeline's own threads it cannot wait (the
- * drain may wait for them): the jobs are the drain's then, and if it gives
- * up at its deadline its log names them.
- */
-static uint64_t wait_drain_done(struct bp_producer *pr, uint64_t c)
-{
-	for (;;) {
-		struct drain_watch dw = {pr, c};
-
-		/* relaxed: ordered by the acquire of c */
-		if (!(c & CLAIM_BUSY) &&
-		    atomic_load_explicit(&pr->claim_end,
-					 memory_order_relaxed) <=
-			    bpi_claim_head(c))
-			return c;
-		if (c & CLAIM_BUSY) {
-			c = bpi_producer_wait_claim(pr, -1); /* a slice */
-			continue;
-		}
-		/* woken by the drain's next release (-EINTR: look again) */
-		(void)bpi_wait_loop(&pr->p->cfg.producer_wait, &pr->claim_wq,
-				    drain_moved, &dw, -1);
-		/* acquire: pairs with bpi_producer_release */
-		c = atomic_load_explicit(&pr->claim, memory_order_acquire);
-	}
 }
 
 /* How the owner flushes (own_flush). */
@@ -180,8 +43,7 @@ enum {
 /* The owner claims and submits everything staged. */
 static int own_flush(struct bp_producer *pr, unsigned how)
 {
-	/* acquire: pairs with bpi_producer_release */
-	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	uint64_t c = bpi_claim_word(pr);
 	uint64_t h, done = 0;
 	/* relaxed: the owner's own store */
 	uint64_t t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
@@ -192,7 +54,7 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 			if (!(how & OWN_WAIT))
 				return 0;
 			/* short: the flusher's and drain's claims never wait */
-			c = bpi_producer_wait_claim(pr, -1);
+			c = bpi_claim_wait(pr, -1);
 			continue;
 		}
 		if (c & CLAIM_CLOSED) {
@@ -202,7 +64,7 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 
 			if ((how & OWN_CLOSE) && end > bpi_claim_head(c) &&
 			    !bpi_self_is(pr->p)) {
-				c = wait_drain_done(pr, c);
+				c = bpi_claim_wait_drain(pr, c);
 				continue; /* claim_end is final now */
 			}
 			if (end >= t)
@@ -219,10 +81,7 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 		}
 		if (bpi_claim_head(c) == t && !(how & OWN_CLOSE))
 			return 0; /* nothing staged */
-		/* acquire: the previous claimer's slot reads come first */
-		if (atomic_compare_exchange_weak_explicit(
-			    &pr->claim, &c, c | CLAIM_BUSY,
-			    memory_order_acquire, memory_order_acquire))
+		if (bpi_claim_try(pr, &c, 0))
 			break;
 	}
 	h = bpi_claim_head(c);
@@ -235,9 +94,9 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 		done = rc > 0 ? (uint64_t)rc : 0;
 		rc = rc < 0 ? rc : 0;
 		if (rc == 0 && h + done < t) /* partial, then an error */
-			rc = bpi_producer_submit_range(pr, h + done, t, &done);
+			rc = bpi_claim_submit(pr, h + done, t, true, &done);
 	} else {
-		rc = bpi_producer_submit_range(pr, h, t, &done);
+		rc = bpi_claim_submit(pr, h, t, true, &done);
 	}
 	if (rc < 0 && (how & OWN_UNSTAGE_LAST) && h + done < t) {
 		/* relaxed: published by the release that ends the claim */
@@ -252,9 +111,9 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 	pr->claim_seen = CLAIM_STALE; /* the next job starts a batch */
 	/* -EPIPE: intake is closed for good, and so is the handle */
 	if (rc == -EPIPE || (how & OWN_CLOSE))
-		bpi_producer_close_at(pr, h + done);
+		bpi_claim_close_at(pr, h + done);
 	else
-		bpi_producer_release(pr, h + done, 0);
+		bpi_claim_release(pr, h + done, 0);
 	return rc;
 }
 
@@ -287,7 +146,7 @@ static void announce_batch(struct bp_pipeline *p, int64_t now,
 static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {
 	if (c & CLAIM_BUSY) /* short: drain's claims never wait */
-		c = bpi_producer_wait_claim(pr, -1);
+		c = bpi_claim_wait(pr, -1);
 	pr->claim_seen = CLAIM_STALE; /* every later call comes back here */
 	saw_head(pr, bpi_claim_head(c));
 	/* relaxed: ordered by the acquire of c (the closer's release) */
@@ -311,14 +170,11 @@ static int idle_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t,
 {
 	int st;
 
-	/* acquire: pairs with bpi_producer_release */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &pr->claim, &c, c | CLAIM_BUSY, memory_order_acquire,
-		    memory_order_acquire))
+	if (!bpi_claim_try(pr, &c, 0))
 		return claim_changed(pr, c, t, now); /* opened or closed */
 	/* relaxed: published by the release that ends the claim */
 	atomic_store_explicit(&pr->tail, t, memory_order_relaxed);
-	bpi_producer_release(pr, bpi_claim_head(c), CLAIM_IDLE);
+	bpi_claim_release(pr, bpi_claim_head(c), CLAIM_IDLE);
 	pr->claim_seen = CLAIM_STALE;
 	/* relaxed: only which error to give */
 	st = atomic_load_explicit(&pr->p->state, memory_order_relaxed);
@@ -374,8 +230,8 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 					       uint64_t t)
 {
-	/* acquire: slots below head are free again (claim release) */
-	uint64_t c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	/* slots below head are free again (the claim's release) */
+	uint64_t c = bpi_claim_word(pr);
 
 	saw_head(pr, bpi_claim_head(c));
 	pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
@@ -424,8 +280,8 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 	 */
 	if (pr->fence)
 		bpi_full_fence();
-	/* acquire: claims that ended since (pairs with their release) */
-	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	/* claims that ended since (acquire: pairs with their release) */
+	c = bpi_claim_word(pr);
 	if (c != pr->claim_seen)
 		return claim_changed(pr, c, t, now);
 	if (t + 1 >= pr->batch_end)
@@ -450,8 +306,7 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 
 	if (!pr)
 		return 0;
-	/* acquire: pairs with bpi_producer_release */
-	c = atomic_load_explicit(&pr->claim, memory_order_acquire);
+	c = bpi_claim_word(pr);
 	h = bpi_claim_head(c);
 	if (c & (CLAIM_BUSY | CLAIM_CLOSED)) {
 		/*
@@ -474,13 +329,6 @@ unsigned bp_producer_staged(const struct bp_producer *pr)
 	t = atomic_load_explicit(&pr->tail, memory_order_relaxed);
 	/* claim_end may be past a job the owner took back */
 	return t > h ? (unsigned)(t - h) : 0;
-}
-
-void bpi_producer_free(struct bp_producer *pr)
-{
-	free(pr->slots);
-	free(pr->stage_ns);
-	bpi_free_aligned(pr, sizeof(*pr), BP_FALSE_SHARING);
 }
 
 int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
