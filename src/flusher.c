@@ -159,14 +159,6 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	return again;
 }
 
-/* Wake condition of a flusher that found ingress full. */
-static int ingress_room(void *arg)
-{
-	struct bp_ring *r = arg;
-
-	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
-}
-
 static void *flusher_main(void *arg)
 {
 	struct bp_pipeline *p = arg;
@@ -183,7 +175,7 @@ static void *flusher_main(void *arg)
 			if (full) /* until a dequeue or close: no claim held */
 				bpi_wait_loop(&p->cfg.producer_wait,
 					      bpi_ring_not_full(p->ingress),
-					      ingress_room, p->ingress, -1);
+					      bpi_ingress_room, p->ingress, -1);
 			continue;
 		}
 		/*
@@ -453,7 +445,7 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 		if (deadline < 0 || left > STALL_REPORT_NS)
 			left = STALL_REPORT_NS;
 		if (bpi_wait_loop(&p->cfg.producer_wait,
-				  bpi_ring_not_full(p->ingress), ingress_room,
+				  bpi_ring_not_full(p->ingress), bpi_ingress_room,
 				  p->ingress, left) == -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
 			bpi_log(&p->log, BP_LOG_WARN,

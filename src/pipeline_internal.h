@@ -157,6 +157,16 @@ static inline int64_t bpi_flush_age(uint64_t ns)
 #define LIVE_GEN_OFFLINE 0u
 #define LIVE_GEN_FIRST	 1u
 
+/* The config checks of bp_pipeline_create, logged (src/config.c). */
+int bpi_config_check(const struct bp_pipeline_config *c);
+/* Free p and all it owns, threads joined (src/pipeline.c). */
+void bpi_pipeline_free(struct bp_pipeline *p);
+/*
+ * Wait condition of whoever waits for room in ingress (src/submit.c): room,
+ * or intake closed. arg: the ingress ring.
+ */
+int bpi_ingress_room(void *arg);
+
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
 
@@ -165,6 +175,9 @@ void *bpi_sink_main(void *arg);
  * the stoppers, which may then join it and free the pipeline.
  */
 void bpi_thread_exited(struct bp_pipeline *p, _Atomic int *exited);
+
+/* Join the workers that were started (src/threads.c). */
+void bpi_join_workers(struct bp_pipeline *p);
 
 /*
  * Start one of p's threads through bpi_thread_start (thread.h): named after
