@@ -28,8 +28,8 @@ void bpi_claim_close_at(struct bp_producer *pr, uint64_t head)
 	bpi_claim_release(pr, head, CLAIM_CLOSED);
 }
 
-int bpi_claim_submit(struct bp_producer *pr, uint64_t h, uint64_t t,
-		     bool wait, uint64_t *done)
+int bpi_claim_submit(struct bp_producer *pr, uint64_t h, uint64_t t, bool wait,
+		     uint64_t *done)
 {
 	unsigned flags = wait ? 0 : BP_SUBMIT_NONBLOCK;
 	int64_t timeout_ns = wait ? -1 : 0;

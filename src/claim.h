@@ -112,8 +112,8 @@ void bpi_claim_close_at(struct bp_producer *pr, uint64_t head);
  * as ingress has room now (every other claimer); returns 0 (all in),
  * -EAGAIN (ingress full) or an error.
  */
-int bpi_claim_submit(struct bp_producer *pr, uint64_t h, uint64_t t,
-		     bool wait, uint64_t *done);
+int bpi_claim_submit(struct bp_producer *pr, uint64_t h, uint64_t t, bool wait,
+		     uint64_t *done);
 
 /*
  * Wait until no claim is in progress, or until the CLOCK_MONOTONIC deadline

@@ -369,8 +369,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 			int64_t slice = bpi_now_ns() + STALL_REPORT_NS;
 			bool sliced = deadline < 0 || deadline > slice;
 
-			c = bpi_claim_wait(pr,
-						    sliced ? slice : deadline);
+			c = bpi_claim_wait(pr, sliced ? slice : deadline);
 			if ((c & CLAIM_BUSY) && !sliced)
 				return false; /* the deadline passed */
 			if (c & CLAIM_BUSY)
@@ -379,8 +378,7 @@ static bool close_handle(struct bp_producer *pr, int64_t deadline, bool submit)
 					"still blocked in a submit (ingress "
 					"full: the workers are not taking "
 					"jobs)");
-		}
-		else if (bpi_claim_try(pr, &c, CLAIM_CLOSED))
+		} else if (bpi_claim_try(pr, &c, CLAIM_CLOSED))
 			break;
 	}
 	/*
@@ -445,8 +443,9 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 		if (deadline < 0 || left > STALL_REPORT_NS)
 			left = STALL_REPORT_NS;
 		if (bpi_wait_loop(&p->cfg.producer_wait,
-				  bpi_ring_not_full(p->ingress), bpi_ingress_room,
-				  p->ingress, left) == -ETIMEDOUT &&
+				  bpi_ring_not_full(p->ingress),
+				  bpi_ingress_room, p->ingress,
+				  left) == -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
 			bpi_log(&p->log, BP_LOG_WARN,
 				"drain: %llu job(s) staged in a producer "

@@ -32,13 +32,13 @@ struct bp_producer {
 	 * was taken), none at or above it.
 	 */
 	_Atomic uint64_t claim_end;
-	_Atomic int flusher_err;    /* the flusher's last submit failed */
-	bool detached;		    /* its pipeline was destroyed first */
+	_Atomic int flusher_err; /* the flusher's last submit failed */
+	bool detached;		 /* its pipeline was destroyed first */
 	bool drain_claimed;  /* the stopper's: drain closed and submits it */
 	unsigned drain_pins; /* under the registry lock: drain is using it */
 	bool free_on_unpin;  /* under the registry lock: destroyed, drain frees
 			      */
-	struct bpi_waitq claim_wq;   /* waiters for CLAIM_BUSY to clear */
+	struct bpi_waitq claim_wq; /* waiters for CLAIM_BUSY to clear */
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
 };

@@ -61,6 +61,8 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 * helper's frame) once create returns */
 	p->stage = *c->stage;
 	p->cfg.stage = &p->stage;
+	if (!p->cfg.stage_ctx)
+		p->cfg.stage_ctx = p->stage.ctx; /* the table's own (stage.h) */
 	p->nworkers = c->workers;
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
@@ -92,7 +94,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	p->live->gen = LIVE_GEN_FIRST;
 	p->live->max_batch = c->max_batch;
 	p->live->worker_wait = c->worker_wait;
-	p->live->stage_ctx = c->stage_ctx;
+	p->live->stage_ctx = p->cfg.stage_ctx;
 
 	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
 	if (rc)
@@ -234,7 +236,8 @@ int bp_pipeline_start(struct bp_pipeline *p)
 		rc = atomic_load_explicit(&p->workers[i].init_rc,
 					  memory_order_relaxed);
 		if (rc)
-			bpi_log(&p->log, BP_LOG_ERROR, "worker %u: stage init: %s", i,
+			bpi_log(&p->log, BP_LOG_ERROR,
+				"worker %u: stage init: %s", i,
 				bp_strerror(rc));
 	}
 	if (!rc) {
@@ -242,8 +245,8 @@ int bp_pipeline_start(struct bp_pipeline *p)
 			p, &p->sink_thread, BP_THREAD_SINK, 0, p->cfg.sink_cpu,
 			bpi_sink_main, p);
 		if (rc)
-			bpi_log(&p->log, BP_LOG_ERROR, "cannot start the sink: %s",
-				bp_strerror(rc));
+			bpi_log(&p->log, BP_LOG_ERROR,
+				"cannot start the sink: %s", bp_strerror(rc));
 		p->sink_started = rc == 0;
 	}
 	/* release: workers see everything start() did before go */

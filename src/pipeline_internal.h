@@ -145,7 +145,8 @@ struct bp_pipeline {
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 };
 
-/* A flush deadline as the ns that live_flush_ns holds: past INT64_MAX, never. */
+/* A flush deadline as the ns that live_flush_ns holds: past INT64_MAX, never.
+ */
 static inline int64_t bpi_flush_age(uint64_t ns)
 {
 	return ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;

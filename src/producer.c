@@ -215,8 +215,8 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 	/* relaxed: the owner's own store */
 	pr->due_ns =
 		bpi_deadline(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
-						 memory_order_relaxed),
-			    deadline_ns);
+						  memory_order_relaxed),
+			     deadline_ns);
 	if (t + 1 >= pr->batch_end)
 		return own_flush(pr, OWN_UNSTAGE_LAST);
 	if (now >= pr->due_ns)

@@ -47,8 +47,8 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 	uint64_t handed = 0, queued = 0, delivered, window;
 	unsigned running = 0;
 
-	bpi_log(&p->log, lvl, "%s: %s; intake is closed, still waiting for:", who,
-		what);
+	bpi_log(&p->log, lvl,
+		"%s: %s; intake is closed, still waiting for:", who, what);
 	for (unsigned i = 0; i < p->nworkers; i++) {
 		struct bp_worker *w = &p->workers[i];
 		/* taken last: snapshots of a running worker only grow */

@@ -38,7 +38,8 @@ _Static_assert(sizeof(struct bp_pipeline_stats) == 2304,
 _Static_assert(sizeof(struct bp_stage) == 88, "struct bp_stage size");
 _Static_assert(offsetof(struct bp_stage, stall_report) == 56,
 	       "bp_stage.stall_report");
-_Static_assert(offsetof(struct bp_stage, reserved_) == 64,
+_Static_assert(offsetof(struct bp_stage, ctx) == 64, "bp_stage.ctx");
+_Static_assert(offsetof(struct bp_stage, reserved_) == 72,
 	       "bp_stage.reserved_");
 #endif
 

@@ -91,7 +91,7 @@ struct bp_pipeline_config {
 	int sink_cpu; /* -1: not pinned (default) */
 
 	const struct bp_stage *stage; /* required */
-	void *stage_ctx;	      /* see bp_worker_stage_ctx() */
+	void *stage_ctx; /* see bp_worker_stage_ctx(); NULL: stage->ctx */
 
 	/* required: receives completed jobs in batches, on the sink thread */
 	void (*sink)(void *sink_ctx, struct bp_job **jobs, unsigned n);

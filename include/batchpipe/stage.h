@@ -73,11 +73,17 @@ struct bp_stage {
 	 */
 	int (*stall_report)(void *stage_ctx, char *buf, size_t size);
 	/*
+	 * optional: the stage's own context, for a stage that is one object
+	 * (the RDMA stage's table carries its struct bp_rdma): a pipeline
+	 * config whose stage_ctx is NULL gets this one.
+	 */
+	void *ctx;
+	/*
 	 * Room for callbacks of later versions (the table is the caller's,
 	 * copied at create): must be NULL, or bp_pipeline_create returns
 	 * -EINVAL (logged). Designated initializers leave it NULL.
 	 */
-	void (*reserved_[3])(void);
+	void (*reserved_[2])(void);
 };
 
 /*

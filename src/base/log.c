@@ -5,8 +5,8 @@
 
 #include "src/base/log.h"
 
-void bpi_log(const struct bpi_logger *l, enum bp_log_level lvl,
-	     const char *fmt, ...)
+void bpi_log(const struct bpi_logger *l, enum bp_log_level lvl, const char *fmt,
+	     ...)
 {
 	char msg[512];
 	va_list ap;

@@ -14,7 +14,7 @@ struct bpi_logger {
 };
 
 /* Format (at most 511 bytes) and hand to l->fn; nothing if l or fn is NULL. */
-void bpi_log(const struct bpi_logger *l, enum bp_log_level lvl,
-	     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void bpi_log(const struct bpi_logger *l, enum bp_log_level lvl, const char *fmt,
+	     ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -79,15 +79,15 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_logger *l,
 	if (rc == -FI_ENODATA || rc == -FI_ENOSYS) {
 		if (want->hmem)
 			bpi_log(l, BP_LOG_ERROR,
-				 "provider '%s' has no FI_HMEM (device memory) "
-				 "with RDM endpoints and RMA",
-				 want->provider ? want->provider : "(any)");
+				"provider '%s' has no FI_HMEM (device memory) "
+				"with RDM endpoints and RMA",
+				want->provider ? want->provider : "(any)");
 		else
 			bpi_log(l, BP_LOG_ERROR,
-				 "no provider '%s' with RDM endpoints and RMA "
-				 "%s%s(fi_info -l lists the providers)",
-				 want->provider ? want->provider : "(any)",
-				 node ? "on " : "", node ? node : "");
+				"no provider '%s' with RDM endpoints and RMA "
+				"%s%s(fi_info -l lists the providers)",
+				want->provider ? want->provider : "(any)",
+				node ? "on " : "", node ? node : "");
 		return want->hmem ? -EOPNOTSUPP : -ENOENT;
 	}
 	if (rc) {
@@ -122,7 +122,7 @@ struct fi_info *bpi_fab_rail_info(struct fi_info *list, unsigned r)
 static int failed(const struct bpi_logger *l, const char *what, int rc)
 {
 	bpi_log(l, BP_LOG_ERROR, "%s: %s", what,
-		 fi_strerror(rc < 0 ? -rc : rc));
+		fi_strerror(rc < 0 ? -rc : rc));
 	return bpi_fi_err(rc);
 }
 
@@ -187,8 +187,8 @@ static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 	rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
 	if (rc) {
 		bpi_log(l, BP_LOG_ERROR,
-			 "fi_av_open (%u entries: max_peers): %s", av_count,
-			 fi_strerror(-rc));
+			"fi_av_open (%u entries: max_peers): %s", av_count,
+			fi_strerror(-rc));
 		return bpi_fi_err(rc);
 	}
 	rc = shm_endpoint(info, f);
@@ -242,7 +242,8 @@ int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 }
 
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		      bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f)
+		      bool wait_fd, const struct bpi_logger *l,
+		      struct bpi_fab *f)
 {
 	int rc;
 
@@ -345,7 +346,7 @@ enum bp_rdma_cq_wait bpi_fab_resolve_wait(enum bp_rdma_cq_wait w,
 	if (bpi_fab_has_wait_fd(info))
 		return BP_RDMA_CQ_EVENT;
 	bpi_log(l, BP_LOG_INFO,
-		 "%s has no completion wait fd: polling with spin-then-sleep",
-		 info->fabric_attr->prov_name);
+		"%s has no completion wait fd: polling with spin-then-sleep",
+		info->fabric_attr->prov_name);
 	return BP_RDMA_CQ_SPIN_SLEEP;
 }

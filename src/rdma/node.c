@@ -100,11 +100,11 @@ static int rail_progress(struct node_rail *nr)
 
 		if (fi_cq_readerr(nr->fab.cq, &err, 0) == 1)
 			bpi_log(&n->log, BP_LOG_WARN,
-				 "node rail %u: error completion: %s (%s)",
-				 nr->index, fi_strerror(err.err),
-				 fi_cq_strerror(nr->fab.cq, err.prov_errno,
-						err.err_data, pbuf,
-						sizeof(pbuf)));
+				"node rail %u: error completion: %s (%s)",
+				nr->index, fi_strerror(err.err),
+				fi_cq_strerror(nr->fab.cq, err.prov_errno,
+					       err.err_data, pbuf,
+					       sizeof(pbuf)));
 		return 1;
 	}
 	if (got < 0)
@@ -209,17 +209,17 @@ int bp_rdma_node_create(const struct bp_rdma_node_config *c,
 		if (rc) {
 			if (event)
 				bpi_log(&n->log, BP_LOG_ERROR,
-					 "bp_rdma_node_create: %s has no "
-					 "completion wait object for EVENT "
-					 "progress",
-					 n->provider);
+					"bp_rdma_node_create: %s has no "
+					"completion wait object for EVENT "
+					"progress",
+					n->provider);
 			goto fail;
 		}
 		nr->addrlen = sizeof(nr->addr);
 		rc = fi_getname(&nr->fab.ep->fid, nr->addr, &nr->addrlen);
 		if (rc) {
 			bpi_log(&n->log, BP_LOG_ERROR, "fi_getname: %s",
-				 fi_strerror(-rc));
+				fi_strerror(-rc));
 			rc = bpi_fi_err(rc);
 			goto fail;
 		}
@@ -305,8 +305,8 @@ int bp_rdma_node_expose(struct bp_rdma_node *n, void *addr, size_t len,
 		return -EINVAL;
 	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !n->cfg.hmem) {
 		bpi_log(&n->log, BP_LOG_ERROR,
-			 "bp_rdma_node_expose: device memory needs a node "
-			 "created with hmem (FI_HMEM)");
+			"bp_rdma_node_expose: device memory needs a node "
+			"created with hmem (FI_HMEM)");
 		return -EOPNOTSUPP;
 	}
 	reg = calloc(1, sizeof(*reg));

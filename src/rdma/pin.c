@@ -75,31 +75,30 @@ void bpi_pin_rail_local(const struct fi_info *info, unsigned worker,
 	if (nic_cpus(info, &set, where, sizeof(where)) > 0) {
 		rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 		if (rc == 0) {
-			bpi_log(
-				l, BP_LOG_INFO,
+			bpi_log(l, BP_LOG_INFO,
 				"worker %u: pinned to the CPUs local to NIC %s",
 				worker, where);
 			return;
 		}
 		bpi_log(l, BP_LOG_WARN, "worker %u: pinning near NIC %s: %s",
-			 worker, where, strerror(rc));
+			worker, where, strerror(rc));
 	}
 	if (!nfallback) {
 		bpi_log(l, BP_LOG_INFO,
-			 "worker %u: no NIC with local CPUs (provider %s) and "
-			 "no "
-			 "fallback CPUs: not pinned",
-			 worker, info->fabric_attr->prov_name);
+			"worker %u: no NIC with local CPUs (provider %s) and "
+			"no "
+			"fallback CPUs: not pinned",
+			worker, info->fabric_attr->prov_name);
 		return;
 	}
 	CPU_ZERO(&set);
 	CPU_SET(fallback[worker % nfallback], &set);
 	rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	bpi_log(l, rc ? BP_LOG_WARN : BP_LOG_INFO,
-		 "worker %u: no NIC with local CPUs (provider %s): %s CPU "
-		 "%d%s%s",
-		 worker, info->fabric_attr->prov_name,
-		 rc ? "could not pin to fallback" : "pinned to fallback",
-		 fallback[worker % nfallback], rc ? ": " : "",
-		 rc ? strerror(rc) : "");
+		"worker %u: no NIC with local CPUs (provider %s): %s CPU "
+		"%d%s%s",
+		worker, info->fabric_attr->prov_name,
+		rc ? "could not pin to fallback" : "pinned to fallback",
+		fallback[worker % nfallback], rc ? ": " : "",
+		rc ? strerror(rc) : "");
 }

@@ -83,7 +83,8 @@ void bpi_fab_close(struct bpi_fab *f);
  * rail whose operations will never complete). On failure f has none.
  */
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
-		      bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f);
+		      bool wait_fd, const struct bpi_logger *l,
+		      struct bpi_fab *f);
 
 /* Whether the provider's CQs have a wait fd (FI_WAIT_FD, FI_GETWAIT). */
 bool bpi_fab_has_wait_fd(struct fi_info *info);
@@ -214,7 +215,7 @@ struct bpi_rail {
 	struct bpi_rail_stats st;
 };
 
-struct bpi_worker {
+struct bpi_rdma_worker {
 	alignas(BP_FALSE_SHARING) struct bp_rdma *r;
 	unsigned id;
 	unsigned next_rail;	    /* striping */
@@ -222,7 +223,7 @@ struct bpi_worker {
 	int epfd;		    /* EVENT: every rail's CQ fd */
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	struct bp_job **done;
-	unsigned ndone; /* of DONE_CAP, in stage.c */
+	unsigned ndone; /* of BPI_RDMA_DONE_CAP, in stage.c */
 	/* the batch post() is posting: post_batch entries each */
 	struct bp_rdma_job **batch;
 	fi_addr_t *baddr;
@@ -257,6 +258,19 @@ enum bpi_site {
 
 #define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
 
+/* Completed jobs a worker collects before handing them off (stage.c). */
+#define BPI_RDMA_DONE_CAP 256
+
+/* The stage's callbacks (stage.c); bp_rdma_create copies it, ctx = r. */
+extern const struct bp_stage bpi_rdma_stage_ops;
+
+/*
+ * Mark peer gone, READY -> GONE once (stage.c): every worker fails its
+ * queued and posted jobs to it at its next pass. Returns whether this call
+ * made the change (false: not ready, or gone already).
+ */
+bool bpi_rdma_mark_gone(struct bp_rdma *r, uint32_t peer);
+
 struct bp_rdma {
 	unsigned magic;		   /* checked by init: stage_ctx is one */
 	struct bp_rdma_config cfg; /* validated copy */
@@ -264,7 +278,7 @@ struct bp_rdma {
 	struct fi_info *info; /* the provider's list */
 	char provider[64];
 	struct bp_stage stage;
-	struct bpi_worker *workers;
+	struct bpi_rdma_worker *workers;
 	struct bpi_peer *peers;
 	_Atomic unsigned npeers;
 	/* bumped by each bp_rdma_peer_gone: workers look for its peers */

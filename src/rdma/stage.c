@@ -36,8 +36,6 @@
 
 #include "src/rdma/rdma_internal.h"
 
-#define DONE_CAP 256
-
 /*
  * The pending FIFO is linked through op_context[0], which is ours only
  * while the job is queued: a job is taken off the queue before it is
@@ -47,17 +45,17 @@
 #define JOB_NEXT(j) ((j)->hdr.op_context[0])
 #define PREPARED    0xffffffffu
 
-static void done_add(struct bpi_worker *ws, struct bp_worker *w,
+static void done_add(struct bpi_rdma_worker *ws, struct bp_worker *w,
 		     struct bp_rdma_job *j)
 {
 	ws->done[ws->ndone++] = &j->hdr;
-	if (ws->ndone == DONE_CAP) {
+	if (ws->ndone == BPI_RDMA_DONE_CAP) {
 		bp_worker_complete(w, ws->done, ws->ndone);
 		ws->ndone = 0;
 	}
 }
 
-static void done_flush(struct bpi_worker *ws, struct bp_worker *w)
+static void done_flush(struct bpi_rdma_worker *ws, struct bp_worker *w)
 {
 	if (ws->ndone) {
 		bp_worker_complete(w, ws->done, ws->ndone);
@@ -65,7 +63,7 @@ static void done_flush(struct bpi_worker *ws, struct bp_worker *w)
 	}
 }
 
-static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
+static void fail_job(struct bpi_rdma_worker *ws, struct bp_worker *w,
 		     struct bpi_rail *rl, struct bp_rdma_job *j, int err)
 {
 	j->hdr.status = err;
@@ -80,7 +78,7 @@ static void fail_job(struct bpi_worker *ws, struct bp_worker *w,
  * The stall watch (stall.c's look) reads calls, then site, then calls
  * again: the same count twice means the site is that call's.
  */
-static inline void out_enter(struct bpi_worker *ws, enum bpi_site site)
+static inline void out_enter(struct bpi_rdma_worker *ws, enum bpi_site site)
 {
 	/* release: pairs with look()'s acquire of site: a site of the next
 	 * call seen there means the count seen after it has moved on */
@@ -92,7 +90,7 @@ static inline void out_enter(struct bpi_worker *ws, enum bpi_site site)
 		memory_order_release);
 }
 
-static inline void out_leave(struct bpi_worker *ws)
+static inline void out_leave(struct bpi_rdma_worker *ws)
 {
 	bpi_stat_add(&ws->calls, 1); /* even: back in the stage's code */
 }
@@ -188,7 +186,7 @@ static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
  * then bp_rdma_peer_add): drop the old peer's address and down-state.
  * One compare per job otherwise.
  */
-static void peer_sync(struct bp_rdma *r, struct bpi_worker *ws,
+static void peer_sync(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		      struct bpi_rail *rl, uint32_t peer)
 {
 	/* relaxed: ordered by check_job's acquire of the peer's state */
@@ -208,7 +206,7 @@ static void peer_sync(struct bp_rdma *r, struct bpi_worker *ws,
 }
 
 /* The peer's address in this rail's AV, inserted on first use. */
-static int peer_addr(struct bp_rdma *r, struct bpi_worker *ws, unsigned k,
+static int peer_addr(struct bp_rdma *r, struct bpi_rdma_worker *ws, unsigned k,
 		     uint32_t peer, fi_addr_t *out)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -223,8 +221,8 @@ static int peer_addr(struct bp_rdma *r, struct bpi_worker *ws, unsigned k,
 		out_leave(ws);
 		if (rc != 1) {
 			bpi_log(&r->log, BP_LOG_ERROR,
-				 "rail %u: fi_av_insert of peer %u: %s", k,
-				 peer, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+				"rail %u: fi_av_insert of peer %u: %s", k, peer,
+				fi_strerror(rc < 0 ? -rc : FI_EINVAL));
 			return -EHOSTUNREACH;
 		}
 		rl->peer_addr[peer] = a;
@@ -234,7 +232,7 @@ static int peer_addr(struct bp_rdma *r, struct bpi_worker *ws, unsigned k,
 }
 
 /* The local descriptor for buf, registering it on first use. */
-static int local_desc(struct bp_rdma *r, struct bpi_worker *ws,
+static int local_desc(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		      struct bpi_rail *rl, unsigned k,
 		      const struct bp_rdma_job *j, void **desc)
 {
@@ -308,7 +306,7 @@ static bool peer_gone(const struct bp_rdma *r, struct bpi_rail *rl,
 }
 
 /* Fail the rail's queued jobs whose peer is_out says is out. */
-static unsigned fail_queued(const struct bp_rdma *r, struct bpi_worker *ws,
+static unsigned fail_queued(const struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			    struct bp_worker *w, struct bpi_rail *rl,
 			    bool (*is_out)(const struct bp_rdma *,
 					   struct bpi_rail *, uint32_t),
@@ -334,7 +332,8 @@ static unsigned fail_queued(const struct bp_rdma *r, struct bpi_worker *ws,
 }
 
 /* Fail the rail's queued jobs whose peer is given up on this rail. */
-static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
+static unsigned fail_queued_down(const struct bp_rdma *r,
+				 struct bpi_rdma_worker *ws,
 				 struct bp_worker *w, struct bpi_rail *rl,
 				 int err)
 {
@@ -342,7 +341,7 @@ static unsigned fail_queued_down(const struct bp_rdma *r, struct bpi_worker *ws,
 }
 
 /* READY -> GONE, once; the workers look at their next pass (gone_look). */
-static bool mark_gone(struct bp_rdma *r, uint32_t peer)
+bool bpi_rdma_mark_gone(struct bp_rdma *r, uint32_t peer)
 {
 	int st = PEER_READY;
 
@@ -371,11 +370,11 @@ static bool peer_exited(struct bp_rdma *r, uint32_t peer)
 
 	if (pe->pidfd < 0 || poll(&p, 1, 0) != 1)
 		return false;
-	if (mark_gone(r, peer))
+	if (bpi_rdma_mark_gone(r, peer))
 		bpi_log(&r->log, BP_LOG_WARN,
-			 "peer %u: its process (pid %ld) has exited: given up "
-			 "at once, as if told by bp_rdma_peer_gone",
-			 peer, pe->pid);
+			"peer %u: its process (pid %ld) has exited: given up "
+			"at once, as if told by bp_rdma_peer_gone",
+			peer, pe->pid);
 	return true;
 }
 
@@ -386,7 +385,7 @@ static bool peer_exited(struct bp_rdma *r, uint32_t peer)
  * peer gets -FI_EAGAIN forever on tcp and shm and never an error. Its
  * queued jobs on this rail fail, and later ones fail fast.
  */
-static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
+static void stalled(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		    struct bpi_rail *rl, unsigned k, struct bp_rdma_job *head,
 		    struct bp_worker *w)
 {
@@ -408,12 +407,11 @@ static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
 	rl->peer_down[head->peer] = t;
 	failed = fail_queued_down(r, ws, w, rl, -ETIMEDOUT);
 	bpi_log(&r->log, BP_LOG_ERROR,
-		 "worker %u rail %u: peer %u took nothing for %llu ms "
-		 "(-FI_EAGAIN): given up for as long again, %u queued jobs "
-		 "failed",
-		 ws->id, k, head->peer,
-		 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
-		 failed);
+		"worker %u rail %u: peer %u took nothing for %llu ms "
+		"(-FI_EAGAIN): given up for as long again, %u queued jobs "
+		"failed",
+		ws->id, k, head->peer,
+		(unsigned long long)(r->cfg.peer_timeout_ns / 1000000), failed);
 }
 
 /*
@@ -421,7 +419,7 @@ static void stalled(struct bp_rdma *r, struct bpi_worker *ws,
  * addressed, described. A job that fails here fails before anything of
  * the batch is posted, so no op is left behind carrying FI_MORE.
  */
-static unsigned gather(struct bp_rdma *r, struct bpi_worker *ws,
+static unsigned gather(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		       struct bp_worker *w, unsigned k, unsigned budget)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -455,7 +453,7 @@ static unsigned gather(struct bp_rdma *r, struct bpi_worker *ws,
 }
 
 /* Post from the rail's queue as far as credits and post_batch allow. */
-static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
+static unsigned post(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		     struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -517,8 +515,8 @@ static unsigned post(struct bp_rdma *r, struct bpi_worker *ws,
 		rl->eagain_since = 0;
 		if (rc) {
 			bpi_log(&r->log, BP_LOG_ERROR,
-				 "worker %u rail %u: post: %s", ws->id, k,
-				 fi_strerror((int)-rc));
+				"worker %u rail %u: post: %s", ws->id, k,
+				fi_strerror((int)-rc));
 			fail_job(ws, w, rl, j, bpi_fi_err((int)rc));
 			continue;
 		}
@@ -552,7 +550,7 @@ static struct bp_rdma_job *ctx_job(void *op_context)
  * Read one error completion: that job fails, its text goes to the log.
  * Returns false when there was none after all.
  */
-static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
+static bool reap_error(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		       struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -573,13 +571,13 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
 			       sizeof(pbuf));
 	out_leave(ws);
 	bpi_log(&r->log, BP_LOG_ERROR,
-		 "worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
-		 "(%s)",
-		 ws->id, k,
-		 j->op == BP_RDMA_READ	  ? "read"
-		 : j->op == BP_RDMA_WRITE ? "write"
-					  : "writedata",
-		 j->len, j->peer, fi_strerror(err.err), ptext);
+		"worker %u rail %u: %s of %zu bytes to peer %u failed: %s "
+		"(%s)",
+		ws->id, k,
+		j->op == BP_RDMA_READ	 ? "read"
+		: j->op == BP_RDMA_WRITE ? "write"
+					 : "writedata",
+		j->len, j->peer, fi_strerror(err.err), ptext);
 	flight_del(r, rl, j);
 	rc = err.err ? bpi_fi_err(abs(err.err)) : -EIO;
 	/* the provider's "canceled" (a connection it dropped) is not the
@@ -595,7 +593,7 @@ static bool reap_error(struct bp_rdma *r, struct bpi_worker *ws,
  * queued for those), and reopen the rail's endpoint, CQ and AV in the same
  * domain, so that no late completion can name a job already handed back.
  */
-static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
+static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		       struct bp_worker *w, unsigned k, bool gone)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -638,23 +636,23 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
 	rl->quiet_since = rl->eagain_since = 0;
 	if (gone)
 		bpi_log(&r->log, BP_LOG_WARN,
-			 "worker %u rail %u: %u operations in flight to peers "
-			 "told gone (bp_rdma_peer_gone), nothing else: failed, "
-			 "endpoint reopened%s%s",
-			 ws->id, k, stuck,
-			 rc ? " - FAILED, the rail takes no more jobs: " : "",
-			 rc ? bp_strerror(rc) : "");
+			"worker %u rail %u: %u operations in flight to peers "
+			"told gone (bp_rdma_peer_gone), nothing else: failed, "
+			"endpoint reopened%s%s",
+			ws->id, k, stuck,
+			rc ? " - FAILED, the rail takes no more jobs: " : "",
+			rc ? bp_strerror(rc) : "");
 	else
 		bpi_log(&r->log, BP_LOG_ERROR,
-			 "worker %u rail %u: %u operations in flight, none "
-			 "completed for %llu ms: failed, their peers given up "
-			 "on this rail (%u queued jobs failed), endpoint "
-			 "reopened%s%s",
-			 ws->id, k, stuck,
-			 (unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
-			 queued, rc ? " - FAILED, the rail takes no more jobs: "
-				    : "",
-			 rc ? bp_strerror(rc) : "");
+			"worker %u rail %u: %u operations in flight, none "
+			"completed for %llu ms: failed, their peers given up "
+			"on this rail (%u queued jobs failed), endpoint "
+			"reopened%s%s",
+			ws->id, k, stuck,
+			(unsigned long long)(r->cfg.peer_timeout_ns / 1000000),
+			queued,
+			rc ? " - FAILED, the rail takes no more jobs: " : "",
+			rc ? bp_strerror(rc) : "");
 	if (rc)
 		fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
 }
@@ -664,7 +662,7 @@ static void reset_rail(struct bp_rdma *r, struct bpi_worker *ws,
  * been quiet? Has a watched peer of theirs exited (each distinct peer in
  * a run of the flight table, one poll each)?
  */
-static void check_quiet(struct bp_rdma *r, struct bpi_worker *ws,
+static void check_quiet(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -716,7 +714,7 @@ static unsigned count_gone(const struct bp_rdma *r, struct bpi_rail *rl)
  * in flight to them; such a rail posts nothing more (post) until
  * gone_settle finds them the only operations left.
  */
-static void gone_look(struct bp_rdma *r, struct bpi_worker *ws,
+static void gone_look(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		      struct bp_worker *w)
 {
 	/* acquire: pairs with bp_rdma_peer_gone's release increment; the
@@ -740,7 +738,7 @@ static void gone_look(struct bp_rdma *r, struct bpi_worker *ws,
  * peer was alive after all), nothing will come back for them: reopen the
  * endpoint at once instead of after peer_timeout_ns.
  */
-static void gone_settle(struct bp_rdma *r, struct bpi_worker *ws,
+static void gone_settle(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -755,7 +753,7 @@ static void gone_settle(struct bp_rdma *r, struct bpi_worker *ws,
  * a read comes back short of B: providers cap a read below B (rxm at 32).
  * Returns jobs reaped.
  */
-static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
+static unsigned reap(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		     struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
@@ -784,8 +782,8 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 		}
 		if (n < 0) {
 			bpi_log(&r->log, BP_LOG_ERROR,
-				 "worker %u rail %u: fi_cq_read: %s", ws->id, k,
-				 fi_strerror((int)-n));
+				"worker %u rail %u: fi_cq_read: %s", ws->id, k,
+				fi_strerror((int)-n));
 			break;
 		}
 		bpi_stat_add(&rl->st.reap_hist[reap_bucket(n)], 1);
@@ -807,7 +805,7 @@ static unsigned reap(struct bp_rdma *r, struct bpi_worker *ws,
 }
 
 /* EVENT: sleep on the CQs' wait fds, if every busy rail agrees to. */
-static void wait_event(struct bp_rdma *r, struct bpi_worker *ws)
+static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws)
 {
 	struct epoll_event ev[BP_RDMA_MAX_RAILS];
 	struct timespec ts = {
@@ -844,9 +842,9 @@ static int rdma_init(struct bp_worker *w, void **state)
 		return -EINVAL; /* stage_ctx must be the struct bp_rdma */
 	if (id >= r->cfg.workers) {
 		bpi_log(&r->log, BP_LOG_ERROR,
-			 "worker %u: the pipeline has more workers than "
-			 "bp_rdma_config.workers (%u)",
-			 id, r->cfg.workers);
+			"worker %u: the pipeline has more workers than "
+			"bp_rdma_config.workers (%u)",
+			id, r->cfg.workers);
 		return -EINVAL;
 	}
 	/* release: bp_rdma_register's acquire sees the domains taken */
@@ -861,7 +859,7 @@ static int rdma_init(struct bp_worker *w, void **state)
 
 static void rdma_fini(void *state, struct bp_worker *w)
 {
-	struct bpi_worker *ws = state;
+	struct bpi_rdma_worker *ws = state;
 
 	/* release: this worker is done with its domains; pairs with
 	 * bp_rdma_register's acquire */
@@ -871,7 +869,7 @@ static void rdma_fini(void *state, struct bp_worker *w)
 static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 			 unsigned n)
 {
-	struct bpi_worker *ws = state;
+	struct bpi_rdma_worker *ws = state;
 	struct bp_rdma *r = ws->r;
 	unsigned rails = r->cfg.rails;
 
@@ -900,7 +898,7 @@ static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 
 static void rdma_poll(void *state, struct bp_worker *w)
 {
-	struct bpi_worker *ws = state;
+	struct bpi_rdma_worker *ws = state;
 	struct bp_rdma *r = ws->r;
 	unsigned got = 0, busy = 0;
 
@@ -933,7 +931,7 @@ static void rdma_poll(void *state, struct bp_worker *w)
 
 static void rdma_cancel(void *state, struct bp_worker *w)
 {
-	struct bpi_worker *ws = state;
+	struct bpi_rdma_worker *ws = state;
 
 	for (unsigned k = 0; k < ws->r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
@@ -953,423 +951,14 @@ static int rdma_stats_json(void *ctx, char *buf, size_t size)
 	return bp_rdma_stats_json(ctx, buf, size);
 }
 
-/* ------------------------------------------------------------ lifecycle */
-
-void bp_rdma_config_init(struct bp_rdma_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->workers = 1;
-	c->rails = 1;
-	c->credits = 64;
-	c->post_batch = 16;
-	c->reap_batch = 16;
-	c->max_peers = 64;
-	c->cq_wait = BP_RDMA_CQ_SPIN_SLEEP;
-	c->spin_ns = 50000;
-	c->sleep_max_ns = 200000;
-	c->event_timeout_ns = 1000000;
-	c->peer_timeout_ns = 5000000000ull;
-}
-
-static int invalid(const struct bp_rdma_config *c, const char *what)
-{
-	struct bpi_logger l = {c->log, c->log_ctx};
-
-	bpi_log(&l, BP_LOG_ERROR, "bp_rdma_create: invalid %s", what);
-	return -EINVAL;
-}
-
-static int check_config(const struct bp_rdma_config *c)
-{
-	if (c->workers < 1 || c->workers > BP_MAX_WORKERS)
-		return invalid(c, "workers (1..256)");
-	if (c->rails < 1 || c->rails > BP_RDMA_MAX_RAILS)
-		return invalid(c, "rails (1..8)");
-	if (c->credits < 1 || c->credits > 65536)
-		return invalid(c, "credits (1..65536)");
-	if (c->post_batch < 1 || c->post_batch > 4096)
-		return invalid(c, "post_batch (1..4096)");
-	if (c->reap_batch < 1 || c->reap_batch > 1024)
-		return invalid(c, "reap_batch (1..1024)");
-	if (c->max_peers < 1 || c->max_peers > 65536)
-		return invalid(c, "max_peers (1..65536)");
-	if (c->cq_wait > BP_RDMA_CQ_AUTO)
-		return invalid(c, "cq_wait");
-	if ((c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP ||
-	     c->cq_wait == BP_RDMA_CQ_AUTO) &&
-	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
-		return invalid(c, "sleep_max_ns (1 us .. 1 s)");
-	if ((c->cq_wait == BP_RDMA_CQ_EVENT || c->cq_wait == BP_RDMA_CQ_AUTO) &&
-	    (c->event_timeout_ns < 1000 || c->event_timeout_ns > 10000000000))
-		return invalid(c, "event_timeout_ns (1 us .. 10 s)");
-	if (c->peer_timeout_ns < 1000000)
-		return invalid(c, "peer_timeout_ns (>= 1 ms)");
-	if (c->pin > BP_RDMA_PIN_RAIL_LOCAL)
-		return invalid(c, "pin");
-	if (c->n_fallback_cpus && !c->fallback_cpus)
-		return invalid(c, "fallback_cpus (NULL with n_fallback_cpus)");
-	for (unsigned i = 0; i < c->n_fallback_cpus; i++)
-		if (c->fallback_cpus[i] < 0 ||
-		    c->fallback_cpus[i] >= CPU_SETSIZE)
-			return invalid(c, "fallback_cpus entry");
-	return 0;
-}
-
-static int open_worker(struct bp_rdma *r, struct bpi_worker *ws, unsigned id)
-{
-	const struct bp_rdma_config *c = &r->cfg;
-	bool event = c->cq_wait == BP_RDMA_CQ_EVENT;
-	int rc;
-
-	ws->r = r;
-	ws->id = id;
-	ws->epfd = -1;
-	bpi_backoff_reset(&ws->backoff);
-	ws->done = calloc(DONE_CAP, sizeof(*ws->done));
-	ws->batch = calloc(c->post_batch, sizeof(*ws->batch));
-	ws->baddr = calloc(c->post_batch, sizeof(*ws->baddr));
-	ws->bdesc = calloc(c->post_batch, sizeof(*ws->bdesc));
-	if (!ws->done || !ws->batch || !ws->baddr || !ws->bdesc)
-		return -ENOMEM;
-	if (event) {
-		ws->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (ws->epfd < 0)
-			return -errno;
-	}
-	for (unsigned k = 0; k < c->rails; k++) {
-		struct bpi_rail *rl = &ws->rails[k];
-
-		rl->tail = &rl->pend;
-		rl->peer_addr = malloc(c->max_peers * sizeof(fi_addr_t));
-		rl->peer_down = calloc(c->max_peers, sizeof(*rl->peer_down));
-		rl->peer_gen = calloc(c->max_peers, sizeof(*rl->peer_gen));
-		rl->cqe = calloc(c->reap_batch, sizeof(*rl->cqe));
-		rl->flight = calloc(c->credits, sizeof(*rl->flight));
-		rl->free_slot = malloc(c->credits * sizeof(*rl->free_slot));
-		if (!rl->peer_addr || !rl->peer_down || !rl->peer_gen ||
-		    !rl->cqe || !rl->flight || !rl->free_slot)
-			return -ENOMEM;
-		for (unsigned i = 0; i < c->credits; i++)
-			rl->free_slot[i] = i;
-		for (unsigned i = 0; i < c->max_peers; i++)
-			rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
-		rc = bpi_fab_open(bpi_fab_rail_info(r->info, k),
-				  c->credits + c->reap_batch, c->max_peers,
-				  event, &r->log, &rl->fab);
-		if (rc && event && (rc == -ENOSYS || rc == -EOPNOTSUPP))
-			return -EOPNOTSUPP; /* no wait object */
-		if (rc)
-			return rc;
-		if (event) {
-			struct epoll_event ev = {.events = EPOLLIN};
-
-			if (epoll_ctl(ws->epfd, EPOLL_CTL_ADD, rl->fab.cq_fd,
-				      &ev))
-				return -errno;
-		}
-	}
-	return 0;
-}
-
-int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
-{
-	struct bpi_fab_want want = {0};
-	struct bp_rdma *r;
-	size_t tx;
-	int rc;
-
-	if (!c || !out)
-		return -EINVAL;
-	rc = check_config(c);
-	if (rc)
-		return rc;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->magic = BPI_RDMA_MAGIC;
-	r->cfg = *c;
-	r->log = (struct bpi_logger){c->log, c->log_ctx};
-	r->cfg.provider = NULL; /* not kept: the caller's strings */
-	r->cfg.node = NULL;
-	r->cfg.fallback_cpus = NULL; /* our copy below, if any */
-	if (c->n_fallback_cpus) {
-		int *cpus = malloc(c->n_fallback_cpus * sizeof(int));
-
-		if (!cpus) {
-			free(r);
-			return -ENOMEM;
-		}
-		memcpy(cpus, c->fallback_cpus,
-		       c->n_fallback_cpus * sizeof(int));
-		r->cfg.fallback_cpus = cpus;
-	}
-	pthread_mutex_init(&r->stall_lock, NULL); /* bp_rdma_destroy's */
-	want.provider = c->provider;
-	want.node = c->node;
-	want.hmem = c->hmem;
-	rc = bpi_fab_getinfo(&want, &r->log, &r->info);
-	if (rc)
-		goto fail;
-	snprintf(r->provider, sizeof(r->provider), "%s",
-		 r->info->fabric_attr->prov_name);
-	r->mr_local = r->info->domain_attr->mr_mode & FI_MR_LOCAL;
-	r->cfg.cq_wait = bpi_fab_resolve_wait(c->cq_wait, r->info, &r->log);
-	/* shm copies the data into the target before it completes a write;
-	 * FI_DELIVERY_COMPLETE there adds nothing, and a write it fails
-	 * (a bad key) then never completes and blocks the endpoint */
-	r->completes_delivered = !strcmp(r->provider, "shm");
-	r->watch_pids = !strcmp(r->provider, "shm");
-	tx = r->info->tx_attr->size;
-	if (tx && r->cfg.credits > tx) {
-		bpi_log(&r->log, BP_LOG_INFO,
-			 "%s: credits %u cut to the transmit queue size %zu",
-			 r->provider, r->cfg.credits, tx);
-		r->cfg.credits = (unsigned)tx;
-	}
-	r->peers = calloc(c->max_peers, sizeof(*r->peers));
-	r->workers = aligned_alloc(BP_FALSE_SHARING,
-				   c->workers * sizeof(*r->workers));
-	rc = -ENOMEM;
-	if (!r->peers || !r->workers)
-		goto fail;
-	memset(r->workers, 0, c->workers * sizeof(*r->workers));
-	for (unsigned i = 0; i < c->workers; i++)
-		r->workers[i].epfd = -1;
-	rc = bpi_mrcache_create(&r->mrs);
-	if (rc)
-		goto fail;
-	for (unsigned i = 0; i < c->workers; i++) {
-		rc = open_worker(r, &r->workers[i], i);
-		if (rc == -EOPNOTSUPP)
-			bpi_log(
-				&r->log, BP_LOG_ERROR,
-				"bp_rdma_create: provider %s has no completion "
-				"wait object (FI_WAIT_FD): cq_wait EVENT is "
-				"not possible, use SPIN_SLEEP or BUSY",
-				r->provider);
-		if (rc)
-			goto fail;
-	}
-	r->stage = (struct bp_stage){
-		.name = "rdma",
-		.init = rdma_init,
-		.process = rdma_process,
-		.poll = rdma_poll,
-		.cancel = rdma_cancel,
-		.fini = rdma_fini,
-		.stats_json = rdma_stats_json,
-		.stall_report = bpi_rdma_stall_report,
-	};
-	*out = r;
-	return 0;
-fail:
-	bp_rdma_destroy(r);
-	return rc;
-}
-
-const struct bp_stage *bp_rdma_stage(const struct bp_rdma *r)
-{
-	return r ? &r->stage : NULL;
-}
-
-const char *bp_rdma_provider(const struct bp_rdma *r)
-{
-	return r ? r->provider : NULL;
-}
-
-unsigned bp_rdma_rails(const struct bp_rdma *r)
-{
-	return r ? r->cfg.rails : 0;
-}
-
-/* Take a free peer slot for writing its desc. */
-static bool claim_peer(struct bpi_peer *pe)
-{
-	int fr = PEER_FREE;
-
-	/* acquire: the removal (and the workers' last use) come before */
-	return atomic_compare_exchange_strong_explicit(
-		&pe->state, &fr, PEER_CLAIMD, memory_order_acquire,
-		memory_order_relaxed);
-}
-
-int bp_rdma_peer_add(struct bp_rdma *r, const struct bp_rdma_peer_desc *d)
-{
-	unsigned n;
-
-	if (!r || !d || d->rails != r->cfg.rails || !d->len)
-		return -EINVAL;
-	for (unsigned k = 0; k < d->rails; k++)
-		if (!d->rail[k].addrlen ||
-		    d->rail[k].addrlen > BP_RDMA_ADDR_MAX)
-			return -EINVAL;
-	/* a removed slot first: the ids stay below max_peers */
-	for (;;) {
-		/* relaxed: a slot is owned through its state's CAS below */
-		unsigned top =
-			atomic_load_explicit(&r->npeers, memory_order_relaxed);
-
-		n = 0;
-		while (n < top && !claim_peer(&r->peers[n]))
-			n++;
-		if (n < top)
-			break;
-		if (top >= r->cfg.max_peers)
-			return -ENOSPC;
-		/* a fresh slot; another add may take it first (above) */
-		if (atomic_compare_exchange_weak_explicit(
-			    &r->npeers, &top, top + 1, memory_order_relaxed,
-			    memory_order_relaxed) &&
-		    claim_peer(&r->peers[top])) {
-			n = top;
-			break;
-		}
-	}
-	r->peers[n].desc = *d;
-	r->peers[n].pid = r->watch_pids ? bpi_shm_addr_pid(d->rail[0].addr,
-							   d->rail[0].addrlen)
-					: -1;
-	r->peers[n].pidfd = -1;
-#ifdef SYS_pidfd_open
-	if (r->peers[n].pid > 0 && r->peers[n].pid != (long)getpid())
-		r->peers[n].pidfd = (int)syscall(SYS_pidfd_open,
-						 (pid_t)r->peers[n].pid, 0);
-#endif
-	/* relaxed: published by the release below */
-	atomic_store_explicit(
-		&r->peers[n].gen,
-		atomic_load_explicit(&r->peers[n].gen, memory_order_relaxed) +
-			1,
-		memory_order_relaxed);
-	/* release: pairs with check_job's acquire; the worker sees desc */
-	atomic_store_explicit(&r->peers[n].state, PEER_READY,
-			      memory_order_release);
-	return (int)n;
-}
-
-int bp_rdma_peer_remove(struct bp_rdma *r, int id)
-{
-	int st = PEER_READY, fd;
-
-	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
-		return -EINVAL;
-	/* read before the slot can be taken again; closed once it is ours
-	 * to give back (no job of the peer is left to poll it) */
-	fd = r->peers[id].pidfd;
-	/*
-	 * release: pairs with claim_peer's acquire, so a later add writes
-	 * desc after whatever this thread saw of the peer's last jobs (the
-	 * caller knows none is left: it has had them all back). A peer told
-	 * gone is removed the same way.
-	 */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &r->peers[id].state, &st, PEER_FREE, memory_order_release,
-		    memory_order_relaxed) &&
-	    (st != PEER_GONE ||
-	     !atomic_compare_exchange_strong_explicit(
-		     &r->peers[id].state, &st, PEER_FREE, memory_order_release,
-		     memory_order_relaxed)))
-		return -EINVAL;
-	if (fd >= 0)
-		close(fd);
-	return 0;
-}
-
-int bp_rdma_peer_gone(struct bp_rdma *r, int id)
-{
-	int st;
-
-	if (!r || id < 0 || (unsigned)id >= r->cfg.max_peers)
-		return -EINVAL;
-	if (mark_gone(r, (uint32_t)id))
-		return 0;
-	/* relaxed: whether it is in use at all */
-	st = atomic_load_explicit(&r->peers[id].state, memory_order_relaxed);
-	return st == PEER_GONE ? 0 : -EINVAL;
-}
-
-int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
-		     const struct bp_rdma_mem *mem)
-{
-	if (!r || !addr || !len ||
-	    (mem && mem->iface != BP_RDMA_MEM_SYSTEM &&
-	     mem->iface != BP_RDMA_MEM_CUDA))
-		return -EINVAL;
-	if (mem && mem->iface == BP_RDMA_MEM_CUDA && !r->cfg.hmem) {
-		bpi_log(&r->log, BP_LOG_ERROR,
-			 "bp_rdma_register: device memory needs a stage "
-			 "created with hmem (FI_HMEM)");
-		return -EOPNOTSUPP;
-	}
-	/* acquire: pairs with rdma_init's release */
-	if (atomic_load_explicit(&r->started, memory_order_acquire)) {
-		bpi_log(&r->log, BP_LOG_ERROR,
-			 "bp_rdma_register: the pipeline is running (its "
-			 "workers own the domains): register before "
-			 "bp_pipeline_start, or pass buffers as they are "
-			 "(the registration cache takes them)");
-		return -EBUSY;
-	}
-	if (!r->mr_local && (!mem || mem->iface == BP_RDMA_MEM_SYSTEM))
-		return 0; /* the provider wants no local descriptors */
-	for (unsigned i = 0; i < r->cfg.workers; i++)
-		for (unsigned k = 0; k < r->cfg.rails; k++) {
-			struct fid_mr *mr;
-			int rc = bpi_fab_mr_reg(&r->workers[i].rails[k].fab,
-						addr, len, FI_READ | FI_WRITE,
-						mem, &r->log, &mr);
-
-			if (!rc)
-				rc = bpi_mrcache_add(
-					r->mrs, i * r->cfg.rails + k,
-					(uintptr_t)addr, len, mr, NULL);
-			if (rc)
-				return rc;
-		}
-	return 0;
-}
-
-void bp_rdma_destroy(struct bp_rdma *r)
-{
-	if (!r)
-		return;
-	/* registrations first: they belong to the domains closed below */
-	bpi_mrcache_destroy(r->mrs);
-	if (r->workers) {
-		for (unsigned i = 0; i < r->cfg.workers; i++) {
-			struct bpi_worker *ws = &r->workers[i];
-
-			for (unsigned k = 0; k < r->cfg.rails; k++) {
-				bpi_fab_close(&ws->rails[k].fab);
-				free(ws->rails[k].peer_addr);
-				free(ws->rails[k].peer_down);
-				free(ws->rails[k].peer_gen);
-				free(ws->rails[k].flight);
-				free(ws->rails[k].free_slot);
-				free(ws->rails[k].cqe);
-			}
-			if (ws->epfd >= 0)
-				close(ws->epfd);
-			free(ws->done);
-			free(ws->batch);
-			free(ws->baddr);
-			free(ws->bdesc);
-		}
-		free(r->workers);
-	}
-	/* relaxed: the workers are gone; only this thread is left */
-	for (unsigned i = 0; r->peers &&
-			     i < atomic_load_explicit(&r->npeers,
-						      memory_order_relaxed);
-	     i++)
-		if (atomic_load_explicit(&r->peers[i].state,
-					 memory_order_relaxed) != PEER_FREE &&
-		    r->peers[i].pidfd >= 0)
-			close(r->peers[i].pidfd); /* removed ones are closed */
-	free(r->peers);
-	if (r->info)
-		fi_freeinfo(r->info);
-	free((void *)r->cfg.fallback_cpus);
-	pthread_mutex_destroy(&r->stall_lock);
-	free(r);
-}
+/* The stage table bp_rdma_create copies (its ctx set to the struct bp_rdma). */
+const struct bp_stage bpi_rdma_stage_ops = {
+	.name = "rdma",
+	.init = rdma_init,
+	.process = rdma_process,
+	.poll = rdma_poll,
+	.cancel = rdma_cancel,
+	.fini = rdma_fini,
+	.stats_json = rdma_stats_json,
+	.stall_report = bpi_rdma_stall_report,
+};

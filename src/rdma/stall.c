@@ -41,7 +41,7 @@ static const char *const site_name[SITE_COUNT] = {
  * (see out_enter). The site is the counted call's only if the count did
  * not move; otherwise SITE_NONE.
  */
-static uint64_t look(struct bpi_worker *ws, unsigned *site)
+static uint64_t look(struct bpi_rdma_worker *ws, unsigned *site)
 {
 	/* acquire: pairs with out_enter's release of calls: its site (or a
 	 * later one) is seen below */
@@ -88,7 +88,7 @@ static void sleep_ns(int64_t ns)
  * may report at once (a timed-out one reports after giving up the
  * joiner's role).
  */
-static int64_t first_sight(struct bpi_worker *ws, uint64_t c, int64_t now)
+static int64_t first_sight(struct bpi_rdma_worker *ws, uint64_t c, int64_t now)
 {
 	if (ws->seen_calls != c) {
 		ws->seen_calls = c;
@@ -115,7 +115,7 @@ int bpi_rdma_stall_report(void *ctx, char *buf, size_t size)
 	pthread_mutex_lock(&r->stall_lock);
 	now = bpi_now_ns();
 	for (unsigned i = 0; i < r->cfg.workers; i++) {
-		struct bpi_worker *ws = &r->workers[i];
+		struct bpi_rdma_worker *ws = &r->workers[i];
 		unsigned site;
 		uint64_t c = look(ws, &site);
 
