@@ -35,46 +35,6 @@
 /* epoll tags for the daemon's own descriptors (clients are their struct) */
 static char tag_listen, tag_signal, tag_event;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: bp-target [options]\n"
-		"  --listen ADDR       control address (127.0.0.1)\n"
-		"  --port N            control port (%u; 0: ephemeral)\n"
-		"  --provider NAME     libfabric provider (auto), e.g. "
-		"\"tcp;ofi_rxm\", shm\n"
-		"  --rails N           endpoints (1..%u, default 1)\n"
-		"  --fabric-node ADDR  address libfabric binds (127.0.0.1)\n"
-		"  --token-file PATH   shared secret every HELLO must carry\n"
-		"                      (required off loopback)\n"
-		"  --max-clients N     (64)\n"
-		"  --max-region BYTES  largest region per client (1G)\n"
-		"  --fill-workers N    fill pipeline workers (= rails)\n"
-		"  --stall-ms N        drop a client silent mid-message "
-		"(2000)\n"
-		"  --stage-slot BYTES  staging buffer = largest fill page "
-		"(1M)\n"
-		"  --stage-slots N     staging buffers (64)\n"
-		"  --max-fill-peers N  clients holding a region to fill at\n"
-		"                      once (one each, freed when the\n"
-		"                      connection ends; 256)\n"
-		"  --progress-wait W   how idle progress threads wait: busy,\n"
-		"                      spin-sleep, event, auto (event where\n"
-		"                      the provider has a wait fd)\n"
-		"  --stop-timeout-ms N a stop that cannot finish in N ms (a\n"
-		"                      thread stuck inside the provider) "
-		"exits\n"
-		"                      without it, status 3 (5000)\n"
-		"  --wedge-ms N        a rail stuck inside one provider call\n"
-		"                      this long is reported, and new clients\n"
-		"                      are refused (3000)\n"
-		"  --peer-timeout-ms N a fill whose pages complete nothing\n"
-		"                      this long (a dead client the daemon\n"
-		"                      was not told of) is failed (5000)\n"
-		"  -v                  log every connection and request\n",
-		BPI_DEFAULT_PORT, BP_RDMA_MAX_RAILS);
-}
-
 /* "4096", "64K", "1M", "1G": bytes; -1 when malformed. */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -111,61 +71,197 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+/*
+ * The options: one row each, in the order getopt_long lists the candidates
+ * of an ambiguous abbreviation and the usage text shows them.
+ */
+enum opt_kind {
+	OPT_STR,      /* const char *: the argument as is */
+	OPT_STR_AUTO, /* const char *: the argument, NULL for "auto" */
+	OPT_UINT,     /* unsigned: a size (parse_size) within lo..hi */
+	OPT_U64,      /* uint64_t: a size (parse_size) within lo..hi */
+	OPT_CQ_WAIT,  /* enum bp_rdma_cq_wait: by name */
+	OPT_COUNT,    /* int: one more per use; no argument */
+	OPT_HELP,     /* the usage on stdout, exit 0; no argument */
+};
+
+struct opt {
+	const char *name;
+	char short_name; /* 0: none; one is shown instead of --name */
+	const char *arg; /* in the usage; NULL: takes no argument */
+	enum opt_kind kind;
+	size_t field; /* FIELD() in struct target_opts */
+	uint64_t lo, hi;
+	unsigned num;	  /* what "%u" in help prints */
+	const char *help; /* NULL: not shown; '\n' starts an indented line */
+};
+
+/* The offset of target_opts' member m, which must be a T: a mismatch is a
+ * "comparison of distinct pointer types" warning. */
+#define FIELD(m, T)                                                            \
+	(offsetof(struct target_opts, m) +                                     \
+	 0 * sizeof((T *)0 == &((struct target_opts *)0)->m))
+#define STR(m)	FIELD(m, const char *)
+#define UINT(m) FIELD(m, unsigned)
+
+static const struct opt opts[] = {
+	/* name, short, arg, kind, field, lo, hi, num, help */
+	{"listen", 0, "ADDR", OPT_STR, STR(listen), 0, 0, 0,
+	 "control address (127.0.0.1)"},
+	{"port", 0, "N", OPT_UINT, UINT(port), 0, 65535, BPI_DEFAULT_PORT,
+	 "control port (%u; 0: ephemeral)"},
+	{"provider", 0, "NAME", OPT_STR_AUTO, STR(provider), 0, 0, 0,
+	 "libfabric provider (auto), e.g. \"tcp;ofi_rxm\", shm"},
+	{"rails", 0, "N", OPT_UINT, UINT(rails), 1, BP_RDMA_MAX_RAILS,
+	 BP_RDMA_MAX_RAILS, "endpoints (1..%u, default 1)"},
+	{"fabric-node", 0, "ADDR", OPT_STR, STR(fabric_node), 0, 0, 0,
+	 "address libfabric binds (127.0.0.1)"},
+	{"token-file", 0, "PATH", OPT_STR, STR(token_file), 0, 0, 0,
+	 "shared secret every HELLO must carry\n"
+	 "(required off loopback)"},
+	{"max-clients", 0, "N", OPT_UINT, UINT(max_clients), 1, 1u << 20, 0,
+	 "(64)"},
+	{"max-region", 0, "BYTES", OPT_U64, FIELD(max_region, uint64_t), 1,
+	 SIZE_MAX, 0, "largest region per client (1G)"},
+	{"fill-workers", 0, "N", OPT_UINT, UINT(fill_workers), 1,
+	 BP_MAX_WORKERS, 0, "fill pipeline workers (= rails)"},
+	{"stall-ms", 0, "N", OPT_UINT, UINT(stall_ms), 1, 3600000, 0,
+	 "drop a client silent mid-message (2000)"},
+	{"stage-slot", 0, "BYTES", OPT_UINT, UINT(stage_slot), 8,
+	 BPI_FILL_PAGE_MAX, 0, "staging buffer = largest fill page (1M)"},
+	{"stage-slots", 0, "N", OPT_UINT, UINT(stage_slots), 1, 1u << 16, 0,
+	 "staging buffers (64)"},
+	{"max-fill-peers", 0, "N", OPT_UINT, UINT(max_fill_peers), 1, 65536, 0,
+	 "clients holding a region to fill at\n"
+	 "once (one each, freed when the\n"
+	 "connection ends; 256)"},
+	{"progress-wait", 0, "W", OPT_CQ_WAIT,
+	 FIELD(progress_wait, enum bp_rdma_cq_wait), 0, 0, 0,
+	 "how idle progress threads wait: busy,\n"
+	 "spin-sleep, event, auto (event where\n"
+	 "the provider has a wait fd)"},
+	{"stop-timeout-ms", 0, "N", OPT_UINT, UINT(stop_timeout_ms), 100,
+	 3600000, 0,
+	 "a stop that cannot finish in N ms (a\n"
+	 "thread stuck inside the provider) exits\n"
+	 "without it, status 3 (5000)"},
+	{"wedge-ms", 0, "N", OPT_UINT, UINT(wedge_ms), 100, 3600000, 0,
+	 "a rail stuck inside one provider call\n"
+	 "this long is reported, and new clients\n"
+	 "are refused (3000)"},
+	{"peer-timeout-ms", 0, "N", OPT_UINT, UINT(peer_timeout_ms), 100,
+	 3600000, 0,
+	 "a fill whose pages complete nothing\n"
+	 "this long (a dead client the daemon\n"
+	 "was not told of) is failed (5000)"},
+	{"verbose", 'v', NULL, OPT_COUNT, FIELD(verbose, int), 0, 0, 0,
+	 "log every connection and request"},
+	{"help", 'h', NULL, OPT_HELP, 0, 0, 0, 0, NULL},
+};
+#undef STR
+#undef UINT
+#define NOPTS	 (sizeof(opts) / sizeof(opts[0]))
+#define HELP_COL 22 /* where the help text starts */
+
+static void usage(FILE *f)
 {
+	fprintf(f, "usage: bp-target [options]\n");
+	for (const struct opt *r = opts; r < opts + NOPTS; r++) {
+		char left[HELP_COL];
+
+		if (r->help == NULL)
+			continue;
+		if (r->short_name)
+			snprintf(left, sizeof(left), "-%c", r->short_name);
+		else
+			snprintf(left, sizeof(left), "--%s %s", r->name,
+				 r->arg);
+		fprintf(f, "  %-*s ", HELP_COL - 3, left);
+		for (const char *p = r->help; *p; p++) {
+			if (p[0] == '%' && p[1] == 'u') {
+				fprintf(f, "%u", r->num);
+				p++;
+			} else if (*p == '\n') {
+				fprintf(f, "\n%*s", HELP_COL, "");
+			} else {
+				fputc(*p, f);
+			}
+		}
+		fputc('\n', f);
+	}
+}
+
+/* Set r's field from arg: 0, or -1 for a bad value. */
+static int set_opt(const struct opt *r, const char *arg, struct target_opts *o)
+{
+	static const char *const waits[] = {
+		[BP_RDMA_CQ_BUSY] = "busy",
+		[BP_RDMA_CQ_SPIN_SLEEP] = "spin-sleep",
+		[BP_RDMA_CQ_EVENT] = "event",
+		[BP_RDMA_CQ_AUTO] = "auto",
+	};
+	void *p = (char *)o + r->field;
 	uint64_t v;
 
-	if (parse_size(s, &v) < 0 || v < lo || v > hi)
+	switch (r->kind) {
+	case OPT_STR:
+		*(const char **)p = arg;
+		return 0;
+	case OPT_STR_AUTO:
+		*(const char **)p = strcmp(arg, "auto") ? arg : NULL;
+		return 0;
+	case OPT_UINT:
+	case OPT_U64:
+		if (parse_size(arg, &v) < 0 || v < r->lo || v > r->hi)
+			return -1;
+		if (r->kind == OPT_UINT)
+			*(unsigned *)p = (unsigned)v;
+		else
+			*(uint64_t *)p = v;
+		return 0;
+	case OPT_CQ_WAIT:
+		for (unsigned i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+			if (!strcmp(arg, waits[i])) {
+				*(enum bp_rdma_cq_wait *)p =
+					(enum bp_rdma_cq_wait)i;
+				return 0;
+			}
 		return -1;
-	*out = (unsigned)v;
-	return 0;
+	case OPT_COUNT:
+		(*(int *)p)++;
+		return 0;
+	case OPT_HELP:
+		usage(stdout);
+		exit(0);
+	}
+	return -1;
+}
+
+/* getopt_long's tables from opts: a row's value is its short name or
+ * 256 + its index. */
+static void getopt_tables(struct option *lo, char *shorts)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *r = &opts[i];
+
+		lo[i] = (struct option){
+			r->name, r->arg ? required_argument : no_argument, NULL,
+			r->short_name ? r->short_name : 256 + (int)i};
+		if (r->short_name) {
+			*shorts++ = r->short_name;
+			if (r->arg)
+				*shorts++ = ':';
+		}
+	}
+	lo[NOPTS] = (struct option){0};
+	*shorts = '\0';
 }
 
 static int parse_opts(int argc, char **argv, struct target_opts *o)
 {
-	enum {
-		O_LISTEN = 256,
-		O_PORT,
-		O_PROVIDER,
-		O_RAILS,
-		O_FNODE,
-		O_TOKEN,
-		O_MAXC,
-		O_MAXR,
-		O_FW,
-		O_STALL,
-		O_SLOT,
-		O_SLOTS,
-		O_MAXP,
-		O_PWAIT,
-		O_STOPT,
-		O_WEDGE,
-		O_PEERT
-	};
-	static const struct option lo[] = {
-		{"listen", required_argument, NULL, O_LISTEN},
-		{"port", required_argument, NULL, O_PORT},
-		{"provider", required_argument, NULL, O_PROVIDER},
-		{"rails", required_argument, NULL, O_RAILS},
-		{"fabric-node", required_argument, NULL, O_FNODE},
-		{"token-file", required_argument, NULL, O_TOKEN},
-		{"max-clients", required_argument, NULL, O_MAXC},
-		{"max-region", required_argument, NULL, O_MAXR},
-		{"fill-workers", required_argument, NULL, O_FW},
-		{"stall-ms", required_argument, NULL, O_STALL},
-		{"stage-slot", required_argument, NULL, O_SLOT},
-		{"stage-slots", required_argument, NULL, O_SLOTS},
-		{"max-fill-peers", required_argument, NULL, O_MAXP},
-		{"progress-wait", required_argument, NULL, O_PWAIT},
-		{"stop-timeout-ms", required_argument, NULL, O_STOPT},
-		{"wedge-ms", required_argument, NULL, O_WEDGE},
-		{"peer-timeout-ms", required_argument, NULL, O_PEERT},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	uint64_t v;
-	int ch, bad = 0;
+	struct option lo[NOPTS + 1];
+	char shorts[2 * NOPTS + 1];
+	int ch;
 
 	*o = (struct target_opts){
 		.listen = "127.0.0.1",
@@ -183,96 +279,18 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		.wedge_ms = 3000,
 		.peer_timeout_ms = 5000,
 	};
-	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-		switch (ch) {
-		case O_LISTEN:
-			o->listen = optarg;
-			break;
-		case O_PORT:
-			bad |= parse_uint(optarg, 0, 65535, &o->port);
-			break;
-		case O_PROVIDER:
-			o->provider = strcmp(optarg, "auto") ? optarg : NULL;
-			break;
-		case O_RAILS:
-			bad |= parse_uint(optarg, 1, BP_RDMA_MAX_RAILS,
-					  &o->rails);
-			break;
-		case O_FNODE:
-			o->fabric_node = optarg;
-			break;
-		case O_TOKEN:
-			o->token_file = optarg;
-			break;
-		case O_MAXC:
-			bad |= parse_uint(optarg, 1, 1u << 20, &o->max_clients);
-			break;
-		case O_MAXR:
-			if (parse_size(optarg, &v) < 0 || v == 0 ||
-			    v > SIZE_MAX)
-				bad = 1;
-			else
-				o->max_region = v;
-			break;
-		case O_FW:
-			bad |= parse_uint(optarg, 1, BP_MAX_WORKERS,
-					  &o->fill_workers);
-			break;
-		case O_STALL:
-			bad |= parse_uint(optarg, 1, 3600000, &o->stall_ms);
-			break;
-		case O_SLOT: {
-			unsigned s;
+	getopt_tables(lo, shorts);
+	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		const struct opt *r = ch >= 256 ? &opts[ch - 256] : NULL;
 
-			bad |= parse_uint(optarg, 8, BPI_FILL_PAGE_MAX, &s);
-			o->stage_slot = s;
-			break;
-		}
-		case O_SLOTS:
-			bad |= parse_uint(optarg, 1, 1u << 16, &o->stage_slots);
-			break;
-		case O_MAXP:
-			bad |= parse_uint(optarg, 1, 65536, &o->max_fill_peers);
-			break;
-		case O_STOPT:
-			bad |= parse_uint(optarg, 100, 3600000,
-					  &o->stop_timeout_ms);
-			break;
-		case O_WEDGE:
-			bad |= parse_uint(optarg, 100, 3600000, &o->wedge_ms);
-			break;
-		case O_PEERT:
-			bad |= parse_uint(optarg, 100, 3600000,
-					  &o->peer_timeout_ms);
-			break;
-		case O_PWAIT: {
-			static const char *const names[] = {
-				[BP_RDMA_CQ_BUSY] = "busy",
-				[BP_RDMA_CQ_SPIN_SLEEP] = "spin-sleep",
-				[BP_RDMA_CQ_EVENT] = "event",
-				[BP_RDMA_CQ_AUTO] = "auto"};
-
-			bad = 1;
-			for (unsigned i = 0; i < 4; i++)
-				if (!strcmp(optarg, names[i])) {
-					o->progress_wait =
-						(enum bp_rdma_cq_wait)i;
-					bad = 0;
-				}
-			break;
-		}
-		case 'v':
-			o->verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
+		for (size_t i = 0; r == NULL && i < NOPTS; i++)
+			if (ch == opts[i].short_name)
+				r = &opts[i];
+		if (r == NULL) /* '?': getopt_long said why */
 			return -1;
-		}
-		if (bad) {
+		if (set_opt(r, optarg, o) < 0) {
 			fprintf(stderr, "bp-target: bad value for --%s: %s\n",
-				lo[ch - O_LISTEN].name, optarg);
+				r->name, optarg);
 			return -1;
 		}
 	}

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,6 +35,19 @@
 #ifndef BPT_TSAN
 #define BPT_TSAN 0
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+#define BPT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BPT_ASAN 1
+#endif
+#endif
+#ifndef BPT_ASAN
+#define BPT_ASAN 0
+#endif
+
+/* The exit status meson reads as "skipped". */
+#define BPT_SKIP 77
 
 #ifndef BPT_STRESS_SCALE
 #define BPT_STRESS_SCALE 1
@@ -63,12 +77,18 @@ static inline int64_t bpt_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static inline void bpt_sleep_ms(unsigned ms)
+static inline void bpt_sleep_ns(int64_t ns)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {(time_t)(ns / 1000000000),
+			      (long)(ns % 1000000000)};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+static inline void bpt_sleep_ms(unsigned ms)
+{
+	bpt_sleep_ns((int64_t)ms * 1000000);
 }
 
 /*
@@ -146,7 +166,8 @@ extern struct bpt_watchdog bpt_wd;
 #define BPT_DEFINE_GLOBALS                                                     \
 	atomic_uint bpt_failures;                                              \
 	struct bpt_watchdog bpt_wd = {PTHREAD_MUTEX_INITIALIZER,               \
-				      PTHREAD_COND_INITIALIZER, 0, "", 0}
+				      PTHREAD_COND_INITIALIZER, 0, "", 0};     \
+	char bpt_alarm_msg_[256]
 
 static inline void *bpt_watchdog_main(void *arg)
 {
@@ -199,6 +220,47 @@ static inline void bpt_watchdog_disarm(void)
 	pthread_mutex_lock(&bpt_wd.lock);
 	bpt_wd.deadline_ns = 0;
 	pthread_mutex_unlock(&bpt_wd.lock);
+}
+
+/*
+ * The same watchdog without a thread of its own, for the programs that
+ * count their threads (the pipeline tests) or fork: alarm(2) and an
+ * async-signal-safe handler. bpt_alarm_arm(s, what) starts or re-arms it,
+ * _disarm stops it; BP_WATCHDOG_S overrides the limit here too.
+ */
+extern char bpt_alarm_msg_[256];
+
+static inline void bpt_alarm_handler_(int sig)
+{
+	static const char head[] = "WATCHDOG: did not finish in time: ";
+	ssize_t rc;
+
+	(void)sig;
+	rc = write(2, head, sizeof(head) - 1);
+	rc = write(2, bpt_alarm_msg_, strnlen(bpt_alarm_msg_, 255));
+	rc = write(2, "\n", 1);
+	(void)rc;
+	_exit(1);
+}
+
+static inline void bpt_alarm_arm(unsigned seconds, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline void bpt_alarm_arm(unsigned seconds, const char *fmt, ...)
+{
+	va_list ap;
+
+	alarm(0);
+	va_start(ap, fmt);
+	vsnprintf(bpt_alarm_msg_, sizeof(bpt_alarm_msg_), fmt, ap);
+	va_end(ap);
+	signal(SIGALRM, bpt_alarm_handler_);
+	alarm((unsigned)bpt_env_ulong("BP_WATCHDOG_S", seconds));
+}
+
+static inline void bpt_alarm_disarm(void)
+{
+	alarm(0);
 }
 
 static inline pid_t bpt_gettid(void)

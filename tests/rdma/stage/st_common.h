@@ -35,18 +35,7 @@
 
 #include "../../bp_test.h"
 
-#define ST_SKIP 77
-
-#if defined(__SANITIZE_ADDRESS__)
-#define ST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ST_ASAN 1
-#endif
-#endif
-#ifndef ST_ASAN
-#define ST_ASAN 0
-#endif
+#define ST_SKIP BPT_SKIP
 
 /* Sizes shrink under TSAN (5-10x slower, and every byte copy is checked). */
 #define ST_SCALE(n) (BPT_TSAN ? ((n) / 5 ? (n) / 5 : 1) : (n))
@@ -59,52 +48,18 @@
 
 #define ST_DEFINE_GLOBALS                                                      \
 	BPT_DEFINE_GLOBALS;                                                    \
-	char st_watchdog_msg_[256];                                            \
 	struct st_log st_log_
 
 /* ------------------------------------------------------------ watchdog */
 
 /*
  * A hang (an operation that never completes, a lost job the drain waits
- * for) fails with a message naming what hung, not a meson timeout. alarm(2)
- * and an async-signal-safe handler; BP_WATCHDOG_S overrides the limit.
+ * for) fails with a message naming what hung, not a meson timeout:
+ * bp_test.h's alarm watchdog, its limit 5x under TSAN.
  */
-extern char st_watchdog_msg_[256];
-
-static inline void st_watchdog_handler_(int sig)
-{
-	static const char head[] = "WATCHDOG: did not finish in time: ";
-	ssize_t rc;
-
-	(void)sig;
-	rc = write(2, head, sizeof(head) - 1);
-	rc = write(2, st_watchdog_msg_, strnlen(st_watchdog_msg_, 255));
-	rc = write(2, "\n", 1);
-	(void)rc;
-	_exit(1);
-}
-
-static inline void st_watchdog(unsigned seconds, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static inline void st_watchdog(unsigned seconds, const char *fmt, ...)
-{
-	va_list ap;
-
-	alarm(0);
-	va_start(ap, fmt);
-	vsnprintf(st_watchdog_msg_, sizeof(st_watchdog_msg_), fmt, ap);
-	va_end(ap);
-	signal(SIGALRM, st_watchdog_handler_);
-	if (BPT_TSAN)
-		seconds *= 5;
-	alarm((unsigned)bpt_env_ulong("BP_WATCHDOG_S", seconds));
-}
-
-static inline void st_watchdog_off(void)
-{
-	alarm(0);
-}
+#define st_watchdog(seconds, ...)                                              \
+	bpt_alarm_arm((BPT_TSAN ? 5u : 1u) * (seconds), __VA_ARGS__)
+#define st_watchdog_off bpt_alarm_disarm
 
 /* ----------------------------------------------------------------- log */
 
