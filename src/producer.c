@@ -352,9 +352,9 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
 	pr->p = p;
 	pr->claim_seen = CLAIM_STALE;
-	bpi_waitq_init(&pr->claim_wq); /* settles membarrier (wait.c) */
-	/* relaxed: settled by the pthread_once in bpi_waitq_init */
-	pr->fence = __atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED);
+	bpi_waitq_init(&pr->claim_wq); /* settles membarrier (waitq.c) */
+	/* settled by the pthread_once in bpi_waitq_init */
+	pr->fence = bpi_waitq_fence_needed();
 	rc = pr->slots && pr->stage_ns ? bpi_flusher_add(p, pr) : -ENOMEM;
 	if (rc) {
 		bpi_producer_free(pr);

@@ -83,42 +83,25 @@
 
 #include "src/base/alloc.h"
 #include "src/ring_internal.h"
+#include "src/ring_slots.h"
 #include "src/wait_internal.h"
 
-#define CLOSED		 UINT64_C(1)
-#define PUBLIC_FLAGS	 (BP_RING_SP | BP_RING_SC | BP_RING_HWM)
-#define BP_ALWAYS_INLINE inline __attribute__((always_inline))
-#define likely(x)	 __builtin_expect(!!(x), 1)
-#define unlikely(x)	 __builtin_expect(!!(x), 0)
+#define CLOSED	     UINT64_C(1)
+#define PUBLIC_FLAGS (BP_RING_SP | BP_RING_SC | BP_RING_HWM)
+#define likely(x)    __builtin_expect(!!(x), 1)
+#define unlikely(x)  __builtin_expect(!!(x), 0)
 
 /*
- * Slot accesses are relaxed and one fence per batch orders them (see (1)).
- * Under TSAN, which ignores fences, every slot access carries the ordering.
+ * One fence per batch orders the relaxed slot accesses (see (1)); under
+ * TSAN, which ignores fences, every slot access carries the ordering
+ * instead (src/ring_slots.h).
  */
 #if BP_TSAN
-#define SLOT_STORE	      __ATOMIC_RELEASE
-#define SLOT_LOAD	      __ATOMIC_ACQUIRE
 #define batch_release_fence() ((void)0)
 #define batch_acquire_fence() ((void)0)
 #else
-#define SLOT_STORE	      __ATOMIC_RELAXED
-#define SLOT_LOAD	      __ATOMIC_RELAXED
 #define batch_release_fence() atomic_thread_fence(memory_order_release)
 #define batch_acquire_fence() atomic_thread_fence(memory_order_acquire)
-#endif
-
-/*
- * On x86-64 the runs move two slots per 16-byte SSE2 access. Each slot is
- * an aligned quadword, which x86 reads and writes whole even inside a wider
- * access, so a consumer still sees either the old or the new value of every
- * slot; the per-batch fences of (1) order them as before. Elsewhere, and
- * under TSAN, slots are moved one atomic access at a time.
- */
-#if defined(__SSE2__) && defined(__x86_64__) && !BP_TSAN
-#include <emmintrin.h>
-#define RING_SIMD 1
-#else
-#define RING_SIMD 0
 #endif
 
 struct bp_ring {
@@ -160,7 +143,6 @@ static inline uintptr_t lap_tag(const struct bp_ring *r, uint64_t pos)
 /* ---------------------------------------------------------------- create */
 
 static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
-static void pick_wide(void);
 
 int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 		       struct bp_ring **ringp)
@@ -169,7 +151,7 @@ int bpi_ring_create_at(size_t capacity, unsigned flags, uint64_t start,
 	unsigned cap = 1, shift = 0;
 	size_t size;
 
-	pthread_once(&wide_once, pick_wide);
+	pthread_once(&wide_once, bpi_slots_init);
 	if (!ringp || capacity == 0 || capacity > BP_RING_MAX_CAPACITY ||
 	    (flags & ~(PUBLIC_FLAGS | BPI_RING_QUIET)))
 		return -EINVAL;
@@ -339,134 +321,6 @@ static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
 	return (int)k;
 }
 
-/*
- * The wide parts of a run (four slots a step) live out of line: inlined,
- * their registers would burden the one-item path every call takes.
- * Each returns how many slots it handled, a multiple of four.
- */
-static __attribute__((noinline)) unsigned
-store_wide_base(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
-{
-	unsigned i = 0;
-#if RING_SIMD
-	const __m128i t = _mm_set1_epi64x((long long)tag);
-
-	for (; i + 4 <= k; i += 4) {
-		__m128i a = _mm_loadu_si128((const __m128i *)&src[i]);
-		__m128i b = _mm_loadu_si128((const __m128i *)&src[i + 2]);
-
-		_mm_storeu_si128((__m128i *)&dst[i], _mm_or_si128(a, t));
-		_mm_storeu_si128((__m128i *)&dst[i + 2], _mm_or_si128(b, t));
-	}
-#else
-	for (; i + 4 <= k; i += 4) {
-		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
-		__atomic_store_n(&dst[i + 1], (uintptr_t)src[i + 1] | tag,
-				 SLOT_STORE);
-		__atomic_store_n(&dst[i + 2], (uintptr_t)src[i + 2] | tag,
-				 SLOT_STORE);
-		__atomic_store_n(&dst[i + 3], (uintptr_t)src[i + 3] | tag,
-				 SLOT_STORE);
-	}
-#endif
-	return i;
-}
-
-static unsigned scan_wide_base(const uintptr_t *s, void **out, unsigned k,
-			       uintptr_t tag);
-
-#if RING_SIMD
-/*
- * AVX2 versions, four slots per access, chosen once at run time where the
- * CPU has AVX2 (the same per-quadword argument as for SSE2 holds).
- */
-#include <immintrin.h>
-
-__attribute__((target("avx2"), noinline)) static unsigned
-store_wide_avx2(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
-{
-	const __m256i t = _mm256_set1_epi64x((long long)tag);
-	unsigned i = 0;
-
-	for (; i + 8 <= k; i += 8) {
-		__m256i a = _mm256_loadu_si256((const __m256i *)&src[i]);
-		__m256i b = _mm256_loadu_si256((const __m256i *)&src[i + 4]);
-
-		_mm256_storeu_si256((__m256i *)&dst[i], _mm256_or_si256(a, t));
-		_mm256_storeu_si256((__m256i *)&dst[i + 4],
-				    _mm256_or_si256(b, t));
-	}
-	for (; i + 4 <= k; i += 4)
-		_mm256_storeu_si256(
-			(__m256i *)&dst[i],
-			_mm256_or_si256(
-				_mm256_loadu_si256((const __m256i *)&src[i]),
-				t));
-	return i;
-}
-
-__attribute__((target("avx2"), noinline)) static unsigned
-scan_wide_avx2(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
-{
-	const __m256i t = _mm256_set1_epi64x((long long)tag);
-	unsigned i = 0;
-
-	for (; i + 8 <= k; i += 8) {
-		__m256i a = _mm256_xor_si256(
-			_mm256_loadu_si256((const __m256i *)&s[i]), t);
-		__m256i b = _mm256_xor_si256(
-			_mm256_loadu_si256((const __m256i *)&s[i + 4]), t);
-		/* bit 0 of each slot to its sign bit */
-		__m256i m = _mm256_slli_epi64(_mm256_or_si256(a, b), 63);
-
-		if (_mm256_movemask_pd(_mm256_castsi256_pd(m)))
-			break;
-		_mm256_storeu_si256((__m256i *)&out[i], a);
-		_mm256_storeu_si256((__m256i *)&out[i + 4], b);
-	}
-	for (; i + 4 <= k; i += 4) {
-		__m256i a = _mm256_xor_si256(
-			_mm256_loadu_si256((const __m256i *)&s[i]), t);
-
-		if (_mm256_movemask_pd(
-			    _mm256_castsi256_pd(_mm256_slli_epi64(a, 63))))
-			break;
-		_mm256_storeu_si256((__m256i *)&out[i], a);
-	}
-	return i;
-}
-
-static unsigned (*store_wide)(uintptr_t *, void *const *, unsigned,
-			      uintptr_t) = store_wide_base;
-static unsigned (*scan_wide)(const uintptr_t *, void **, unsigned,
-			     uintptr_t) = scan_wide_base;
-
-static void pick_wide(void)
-{
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2")) {
-		store_wide = store_wide_avx2;
-		scan_wide = scan_wide_avx2;
-	}
-}
-#else
-#define store_wide store_wide_base
-#define scan_wide  scan_wide_base
-static void pick_wide(void)
-{
-}
-#endif
-
-/* Store a run of k items with one lap tag, relaxed (see (1)). */
-static BP_ALWAYS_INLINE void store_run(uintptr_t *dst, void *const *src,
-				       unsigned k, uintptr_t tag)
-{
-	unsigned i = k >= 4 ? store_wide(dst, src, k, tag) : 0;
-
-	for (; i < k; i++)
-		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
-}
-
 /* Store k items at positions pos.. (the publication, see (1)). */
 static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 				     void *const *items, unsigned k)
@@ -557,71 +411,6 @@ int bp_ring_enqueue_burst(struct bp_ring *r, void *const *items, unsigned n,
 }
 
 /* --------------------------------------------------------------- dequeue */
-
-/*
- * Copy ready slots of a run four at a time, stopping before the first group
- * that holds a slot not ready. XOR with the tag strips it and leaves bit 0
- * set in any slot that is not ready.
- */
-static __attribute__((noinline)) unsigned
-scan_wide_base(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
-{
-	unsigned i = 0;
-#if RING_SIMD
-	const __m128i t = _mm_set1_epi64x((long long)tag);
-
-	for (; i + 4 <= k; i += 4) {
-		__m128i a = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i]), t);
-		__m128i b = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i + 2]), t);
-		/* bit 0 of each slot to bit 7 of its lowest byte */
-		int m = _mm_movemask_epi8(
-			_mm_slli_epi64(_mm_or_si128(a, b), 7));
-
-		if (m & 0x0101)
-			break;
-		_mm_storeu_si128((__m128i *)&out[i], a);
-		_mm_storeu_si128((__m128i *)&out[i + 2], b);
-	}
-#else
-	for (; i + 4 <= k; i += 4) {
-		uintptr_t x0 = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
-		uintptr_t x1 = __atomic_load_n(&s[i + 1], SLOT_LOAD) ^ tag;
-		uintptr_t x2 = __atomic_load_n(&s[i + 2], SLOT_LOAD) ^ tag;
-		uintptr_t x3 = __atomic_load_n(&s[i + 3], SLOT_LOAD) ^ tag;
-
-		if ((x0 | x1 | x2 | x3) & 1)
-			break;
-		out[i] = (void *)x0;
-		out[i + 1] = (void *)x1;
-		out[i + 2] = (void *)x2;
-		out[i + 3] = (void *)x3;
-	}
-#endif
-	return i;
-}
-
-/*
- * Count the ready slots of a run with one lap tag, up to k, copying them to
- * out if out is not NULL. Relaxed loads: the caller issues the acquire
- * fence of (1).
- */
-static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
-					  unsigned k, uintptr_t tag)
-{
-	unsigned i = out && k >= 4 ? scan_wide(s, out, k, tag) : 0;
-
-	for (; i < k; i++) {
-		uintptr_t x = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
-
-		if (x & 1)
-			return i;
-		if (out)
-			out[i] = (void *)x;
-	}
-	return k;
-}
 
 /* Count (and copy) the ready items from position pos, up to n. */
 static BP_ALWAYS_INLINE unsigned scan(const struct bp_ring *r, uint64_t pos,

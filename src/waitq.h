@@ -118,6 +118,12 @@ void bpi_waitq_pass_on(struct bpi_waitq *q, int (*more)(void *), void *arg);
  */
 extern int bpi_waitq_need_fence;
 
+/* bpi_waitq_need_fence now (relaxed: both values are safe, see above). */
+static inline int bpi_waitq_fence_needed(void)
+{
+	return __atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED);
+}
+
 /*
  * A full fence. ThreadSanitizer ignores (and warns about) standalone fences,
  * so under it a seq_cst read-modify-write stands in: a full barrier on the

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring's slots: how runs of items are stored into them with a lap tag
+ * and scanned out of them (src/ring.c says what the tag and the fences
+ * mean, (1)). The slots are plain uintptr_t, not _Atomic: the zero-copy
+ * calls of the public batchpipe/ring.h touch them inline, and that header
+ * compiles as C++ too. So every access to them is a GCC __atomic builtin,
+ * here and in ring.h; the ring's own words (heads, flags) are C11 atomics
+ * in ring.c.
+ */
+#ifndef BP_SRC_RING_SLOTS_H
+#define BP_SRC_RING_SLOTS_H
+
+#include <stdint.h>
+
+#include <batchpipe/wait.h> /* BP_TSAN */
+
+#define BP_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/*
+ * Slot accesses are relaxed and one fence per batch orders them (ring.c,
+ * (1)). Under TSAN, which ignores fences, every slot access carries the
+ * ordering.
+ */
+#if BP_TSAN
+#define SLOT_STORE __ATOMIC_RELEASE
+#define SLOT_LOAD  __ATOMIC_ACQUIRE
+#else
+#define SLOT_STORE __ATOMIC_RELAXED
+#define SLOT_LOAD  __ATOMIC_RELAXED
+#endif
+
+/*
+ * On x86-64 the runs move two slots per 16-byte SSE2 access. Each slot is
+ * an aligned quadword, which x86 reads and writes whole even inside a wider
+ * access, so a consumer still sees either the old or the new value of every
+ * slot; the per-batch fences of (1) order them as before. Elsewhere, and
+ * under TSAN, slots are moved one atomic access at a time.
+ */
+#if defined(__SSE2__) && defined(__x86_64__) && !BP_TSAN
+#include <emmintrin.h>
+#define RING_SIMD 1
+#else
+#define RING_SIMD 0
+#endif
+
+/*
+ * The wide parts of a run (four slots a step): each returns how many slots
+ * it handled, a multiple of four. scan stops before the first group with a
+ * slot not ready.
+ */
+unsigned bpi_store_wide_base(uintptr_t *dst, void *const *src, unsigned k,
+			     uintptr_t tag);
+unsigned bpi_scan_wide_base(const uintptr_t *s, void **out, unsigned k,
+			    uintptr_t tag);
+#if RING_SIMD
+extern unsigned (*bpi_store_wide)(uintptr_t *, void *const *, unsigned,
+				  uintptr_t);
+extern unsigned (*bpi_scan_wide)(const uintptr_t *, void **, unsigned,
+				 uintptr_t);
+#else
+#define bpi_store_wide bpi_store_wide_base
+#define bpi_scan_wide  bpi_scan_wide_base
+#endif
+
+/* Pick the wide versions for this CPU; once, before any ring is used. */
+void bpi_slots_init(void);
+
+/* Store a run of k items with one lap tag, relaxed (see (1)). */
+static BP_ALWAYS_INLINE void store_run(uintptr_t *dst, void *const *src,
+				       unsigned k, uintptr_t tag)
+{
+	unsigned i = k >= 4 ? bpi_store_wide(dst, src, k, tag) : 0;
+
+	for (; i < k; i++)
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
+}
+
+/*
+ * Count the ready slots of a run with one lap tag, up to k, copying them to
+ * out if out is not NULL. Relaxed loads: the caller issues the acquire
+ * fence of (1).
+ */
+static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
+					  unsigned k, uintptr_t tag)
+{
+	unsigned i = out && k >= 4 ? bpi_scan_wide(s, out, k, tag) : 0;
+
+	for (; i < k; i++) {
+		uintptr_t x = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
+
+		if (x & 1)
+			return i;
+		if (out)
+			out[i] = (void *)x;
+	}
+	return k;
+}
+
+#endif
