@@ -28,7 +28,7 @@
 #include <batchpipe/pipeline.h>
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 /*
  * Client regions are written by one-sided RDMA: a libfabric progress thread

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

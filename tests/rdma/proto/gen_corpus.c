@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 static int save(const char *dir, const char *name, const void *b, size_t n)
 {

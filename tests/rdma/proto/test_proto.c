@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 /* ------------------------------------------------- a raw message builder */
 

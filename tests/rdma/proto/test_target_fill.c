@@ -24,7 +24,7 @@
 
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 #include "tgt_spawn.h"
 
 /* BP_TEST_PROVIDER ("tcp;ofi_rxm") and BP_TEST_RAILS (1) pick the fabric */

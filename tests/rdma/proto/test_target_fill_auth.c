@@ -41,7 +41,7 @@
 
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 #include "tgt_spawn.h"
 
 static const char *prov = "tcp;ofi_rxm";

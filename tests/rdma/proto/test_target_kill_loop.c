@@ -25,7 +25,7 @@
 #include <batchpipe/batchpipe.h>
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 #include "tgt_spawn.h"
 
 #define PAGE   (64u << 10)

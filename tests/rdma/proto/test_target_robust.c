@@ -29,7 +29,7 @@
 
 #include <batchpipe/rdma.h>
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 #include "tgt_spawn.h"
 
 #define PROV   "tcp;ofi_rxm"

@@ -24,7 +24,7 @@
 
 #include <batchpipe/wait.h> /* BP_TSAN */
 
-#include "proto.h"
+#include "src/rdma/proto.h"
 
 /*
  * Memory written by one-sided RDMA is copied in by a libfabric progress

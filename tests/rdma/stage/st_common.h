@@ -31,7 +31,7 @@
 #include <batchpipe/batchpipe.h>
 #include <batchpipe/rdma.h>
 
-#include "rdma_internal.h" /* bpi_fab_getinfo: the stage's own hints */
+#include "src/rdma/rdma_internal.h" /* bpi_fab_getinfo: the stage's own hints */
 
 #include "../../bp_test.h"
 
