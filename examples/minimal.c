@@ -74,7 +74,7 @@ int main(void)
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	bp_pipeline_drain(pipe_); /* everything delivered, threads joined */
-	bp_pipeline_stats(pipe_, &st);
+	bp_pipeline_get_stats(pipe_, &st);
 	bp_pipeline_stats_json(&st, json, sizeof(json));
 	printf("delivered %ld, sum %ld\n%s\n", delivered, sum, json);
 	bp_pipeline_destroy(pipe_);

@@ -51,7 +51,7 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, double q)
 	return bp_lat_bucket_ns(BP_LAT_BUCKETS - 1);
 }
 
-int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
+int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 {
 	uint64_t lat_total = 0;
 
@@ -141,7 +141,7 @@ int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size)
 	size_t len = 0;
 	int n;
 
-	if (!p || (!buf && size) || bp_pipeline_stats(p, &s))
+	if (!p || (!buf && size) || bp_pipeline_get_stats(p, &s))
 		return -EINVAL;
 	st = p->cfg.stage;
 	PUT("{\"pipeline\":");

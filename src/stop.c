@@ -141,7 +141,7 @@ static void check_conservation(struct bp_pipeline *p, const char *who)
 
 	uint64_t delivered, repeats = bpi_stat_get(&p->st_repeats);
 
-	bp_pipeline_stats(p, &s);
+	bp_pipeline_get_stats(p, &s);
 	delivered = s.ok + s.failed + s.cancelled;
 	if (s.submitted != delivered || repeats)
 		bpi_log(&p->log, BP_LOG_ERROR,

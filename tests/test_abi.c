@@ -112,7 +112,7 @@ int main(void)
 	check(rc == 0 && p, "the same config with reserved_ zero is taken");
 	if (rc == 0) {
 		memset(&st, 0xa5, sizeof(st));
-		check(bp_pipeline_stats(p, &st) == 0, "stats");
+		check(bp_pipeline_get_stats(p, &st) == 0, "stats");
 		for (unsigned i = 0;
 		     i < sizeof(st.reserved_) / sizeof(st.reserved_[0]); i++)
 			check(st.reserved_[i] == 0, "stats write reserved_ 0");

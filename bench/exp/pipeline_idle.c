@@ -42,7 +42,7 @@ double pb_idle_once(const struct pb_opts *o, struct pb_producer *prod, int wait,
 	c1 = pb_cpu_ns();
 	t1 = bench_now_ns();
 	bp_pipeline_drain(run.p);
-	bp_pipeline_stats(run.p, &st);
+	bp_pipeline_get_stats(run.p, &st);
 	if (st.submitted || st.ok)
 		bench_die("bpbench pipeline: idle pipeline delivered jobs\n");
 	bp_pipeline_destroy(run.p);

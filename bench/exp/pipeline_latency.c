@@ -72,7 +72,7 @@ struct pb_lat_result pb_latency_once(const struct pb_opts *o,
 	run.lat_until_ns = bench_now_ns() + (int64_t)ms * 1000000;
 	pthread_barrier_wait(&run.start);
 	pthread_join(lp->thread, NULL);
-	bp_pipeline_stats(run.p, &st);
+	bp_pipeline_get_stats(run.p, &st);
 	pb_verify(&run, &st);
 	bp_pipeline_destroy(run.p);
 	pb_run_fini(&run);

@@ -92,7 +92,7 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 		atomic_store_explicit(&pp.stop, 0, memory_order_relaxed);
 		atomic_store_explicit(&pp.lat_end, 0, memory_order_relaxed);
 		atomic_store_explicit(&pp.done, 0, memory_order_relaxed);
-		bp_pipeline_stats(pp.p, &s0);
+		bp_pipeline_get_stats(pp.p, &s0);
 		j = &pp.prod[0].jobs[0];
 		h = &j->rj.hdr;
 		rr_stamp(j->rj.buf, pp.size, RR_TAG(pp.run, 0, 0));
@@ -252,7 +252,7 @@ static void rb_idle_pipe(const struct rb_opts *o, struct rb_target *t,
 	w1 = bench_now_ns();
 	out->idle_cpu = 100.0 * (double)(c1 - c0) / (double)(w1 - w0);
 
-	bp_pipeline_stats(pp.p, &s0);
+	bp_pipeline_get_stats(pp.p, &s0);
 	j = &pp.prod[0].jobs[0];
 	h = &j->rj.hdr;
 	c0 = rt_tids_cpu_ns(pp.tids, pp.ntids);

@@ -241,7 +241,7 @@ static void lk_pipeline_run(const struct lk_run_params *p,
 		run.window_count = run.received;
 		run.t_end = bench_now_ns();
 	}
-	bp_pipeline_stats(run.pl, &st);
+	bp_pipeline_get_stats(run.pl, &st);
 	if (st.submitted != run.issued || st.ok != run.issued || st.failed ||
 	    st.cancelled)
 		bench_die("bpbench locks: VERIFY FAILED: batchpipe-pipeline "

@@ -530,7 +530,7 @@ struct pb_result pb_run_once(const struct pb_opts *o, struct pb_producer *prod,
 		if (prod[i].t_start < t0)
 			t0 = prod[i].t_start;
 	}
-	bp_pipeline_stats(run.p, &st);
+	bp_pipeline_get_stats(run.p, &st);
 	pb_verify(&run, &st);
 	bp_pipeline_destroy(run.p);
 	pb_run_fini(&run);

@@ -311,7 +311,7 @@ void rb_pipe_check_stats(struct rb_pipe *pp, const struct bp_pipeline_stats *s0,
 	struct bp_pipeline_stats s1;
 	uint64_t done = atomic_load_explicit(&pp->done, memory_order_acquire);
 
-	bp_pipeline_stats(pp->p, &s1);
+	bp_pipeline_get_stats(pp->p, &s1);
 	if (pp->bad)
 		bench_die("%s: VERIFY FAILED: %s: %" PRIu64
 			  " jobs failed (first status %d: %s)\n",
@@ -342,7 +342,7 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 	atomic_store_explicit(&pp->stop, 0, memory_order_relaxed);
 	atomic_store_explicit(&pp->done, 0, memory_order_relaxed);
 	pp->bad = 0;
-	bp_pipeline_stats(pp->p, &s0);
+	bp_pipeline_get_stats(pp->p, &s0);
 	for (int k = 0; k < pp->ntids; k++)
 		tc[k] = rt_tid_cpu_ns(pp->tids[k]);
 	c0 = rt_tids_cpu_ns(pp->tids, pp->ntids);

@@ -196,7 +196,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
  * bp_pipeline_destroy (which then aborts). May be called from several
  * threads at once, each with its own timeout: one joins the threads, the
  * others wait for it up to their deadlines, and one of them takes over if
- * it gives up. After a 0 return, bp_pipeline_stats() shows submitted ==
+ * it gives up. After a 0 return, bp_pipeline_get_stats() shows submitted ==
  * ok + failed + cancelled (a stage that lost jobs is logged then). Any
  * thread but this pipeline's own.
  */
@@ -379,7 +379,7 @@ struct bp_pipeline_stats {
  * Fill *s with the sum of the per-thread counters (a snapshot while
  * running; exact after drain/abort). Returns 0 or -EINVAL.
  */
-int bp_pipeline_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s);
+int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s);
 
 /*
  * Write the stats as one JSON object into buf (snprintf rules: returns the

@@ -321,7 +321,7 @@ struct bp_rdma_rail_stats {
 };
 
 /* Snapshot of one worker's rail (exact after drain). Returns 0 or -EINVAL. */
-int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
+int bp_rdma_get_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s);
 
 /*

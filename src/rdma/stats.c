@@ -14,7 +14,7 @@
 #include "src/rdma/rdma_internal.h"
 #include "src/base/json_put.h"
 
-int bp_rdma_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
+int bp_rdma_get_rail_stats(const struct bp_rdma *r, unsigned worker, unsigned rail,
 		       struct bp_rdma_rail_stats *s)
 {
 	const struct bpi_rail_stats *st;
@@ -52,7 +52,7 @@ int bp_rdma_stats_json(const struct bp_rdma *r, char *buf, size_t size)
 		for (unsigned k = 0; k < r->cfg.rails; k++) {
 			struct bp_rdma_rail_stats s;
 
-			bp_rdma_rail_stats(r, i, k, &s);
+			bp_rdma_get_rail_stats(r, i, k, &s);
 			PUT("%s{\"posted\":%llu,\"completed\":%llu,"
 			    "\"failed\":%llu,\"eagain\":%llu,"
 			    "\"pending_high\":%llu,\"cq_reads\":%llu,"

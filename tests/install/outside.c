@@ -94,7 +94,7 @@ int main(void)
 		}
 	}
 	bp_pipeline_drain(p);
-	rc = bp_pipeline_stats(p, &st);
+	rc = bp_pipeline_get_stats(p, &st);
 	bp_pipeline_destroy(p);
 	if (rc < 0) {
 		fprintf(stderr, "outside: stats: %s\n", bp_strerror(rc));

@@ -177,7 +177,7 @@ static void assert_conservation(struct bp_pipeline *p, struct sinkc *s)
 {
 	struct bp_pipeline_stats st;
 
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(st.submitted == st.ok + st.failed + st.cancelled);
 	assert_true(st.ok == s->ok);
 	assert_true(st.failed == s->failed);
@@ -432,7 +432,7 @@ static void test_submit_lifecycle(void **unused)
 	a[1] = &rej[1].hdr;
 	assert_int_equal(bp_pipeline_submit(p, a, 3, 0x2u, -1), -EINVAL);
 	assert_int_equal(bp_pipeline_submit(p, a, 3, 0x80000000u, -1), -EINVAL);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(st.submitted == 0); /* nothing slipped in */
 
 	for (unsigned i = 0; i < 8; i++) {
@@ -454,7 +454,7 @@ static void test_submit_lifecycle(void **unused)
 	assert_int_equal(bp_pipeline_start(p), -EINVAL); /* no restart */
 
 	assert_conservation(p, s);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(st.failed == 1 && st.cancelled == 0);
 	for (unsigned i = 0; i < 4; i++) {
 		assert_int_equal(atomic_load(&rej[i].delivered), 0);
@@ -704,6 +704,42 @@ static void test_start_init_fails(void **unused)
 }
 
 /*
+ * A stage table's own ctx is the stage context of a config that leaves
+ * stage_ctx NULL, and only then: a config's stage_ctx wins.
+ */
+static void test_stage_table_ctx(void **unused)
+{
+	struct init_ctx own = {.fail_worker = -1}, given = {.fail_worker = -1};
+	struct bp_stage st = failing_stage;
+
+	(void)unused;
+	st.ctx = &own;
+	for (int with_cfg = 0; with_cfg < 2; with_cfg++) {
+		struct sinkc *s = sinkc_new();
+		struct bp_pipeline_config c;
+		struct bp_pipeline *p = NULL;
+
+		atomic_init(&own.inits_ok, 0);
+		atomic_init(&given.inits_ok, 0);
+		atomic_init(&own.finis, 0);
+		atomic_init(&given.finis, 0);
+		base_config(&c, s);
+		c.stage = &st;
+		c.stage_ctx = with_cfg ? &given : NULL;
+		c.workers = 2;
+		assert_int_equal(bp_pipeline_create(&c, &p), 0);
+		assert_int_equal(bp_pipeline_start(p), 0);
+		assert_int_equal(bp_pipeline_drain(p), 0);
+		bp_pipeline_destroy(p);
+		/* init and fini found the context they were meant to */
+		assert_int_equal(atomic_load(&own.inits_ok), with_cfg ? 0 : 2);
+		assert_int_equal(atomic_load(&given.inits_ok), with_cfg ? 2 : 0);
+		assert_int_equal(atomic_load(&own.finis), with_cfg ? 0 : 2);
+		free(s);
+	}
+}
+
+/*
  * After a failed start "the pipeline can only be destroyed": a submit must
  * be refused. Accepting it would take jobs that no worker will ever run and
  * no sink will ever see (conservation broken).
@@ -731,7 +767,7 @@ static void test_submit_after_failed_start(void **unused)
 	assert_int_equal(bp_pipeline_start(p), -EIO);
 	rc = bp_pipeline_submit(p, &a, 1, BP_SUBMIT_NONBLOCK, 0);
 	assert_int_equal(bp_pipeline_drain(p), 0);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	bp_pipeline_destroy(p);
 	free(s);
 	if (rc >= 0)
@@ -989,7 +1025,7 @@ static void test_live_before_start(void **unused)
 	assert_int_equal(atomic_load(&wrong.init_saw_new), 0);
 	assert_int_equal(atomic_load(&ec.bad_batch), 0);
 	assert_int_equal(atomic_load(&wrong.bad_batch), 0);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	for (unsigned b = 2; b < BP_BATCH_BUCKETS; b++)
 		assert_true(st.batch_hist[b] == 0); /* no batch of 4 or more */
 	assert_conservation(p, s);
@@ -1240,7 +1276,7 @@ static void test_abort_cancels(void **unused)
 	assert_true(atomic_load(&hc.polls_after_cancel) >= W);
 	assert_int_equal(atomic_load(&hc.fini_bad), 0);
 	assert_conservation(p, s);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(st.submitted == N && st.cancelled == N);
 	for (unsigned i = 0; i < N; i++) {
 		assert_int_equal(atomic_load(&j[i].delivered), 1);
@@ -1279,7 +1315,7 @@ static void test_abort_escalates_drain(void **unused)
 	assert_int_equal(atomic_load(&d.done), 0);
 	assert_int_equal(bp_pipeline_abort(p), 0);
 	/* abort returned: the pipeline is stopped, all jobs delivered */
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(st.submitted == N && st.ok + st.cancelled == N);
 	assert_true(st.cancelled >= W * INFL);
 	assert_int_equal(atomic_load(&hc.cancels), W);
@@ -1448,9 +1484,9 @@ static void test_stats_json(void **unused)
 		assert_int_equal(bp_pipeline_submit(p, a + i, 100, 0, -1), 100);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_conservation(p, s);
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
-	assert_int_equal(bp_pipeline_stats(NULL, &st), -EINVAL);
-	assert_int_equal(bp_pipeline_stats(p, NULL), -EINVAL);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(NULL, &st), -EINVAL);
+	assert_int_equal(bp_pipeline_get_stats(p, NULL), -EINVAL);
 	assert_true(st.submitted == N && st.failed == N / 10);
 	assert_true(st.worker_jobs == N);
 	assert_true(st.worker_batches > 0 && st.sink_batches > 0);
@@ -2019,6 +2055,7 @@ int main(void)
 		cmocka_unit_test(test_submit_after_abort),
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_start_init_fails),
+		cmocka_unit_test(test_stage_table_ctx),
 		cmocka_unit_test(test_submit_after_failed_start),
 		cmocka_unit_test(test_start_thread_fails),
 		cmocka_unit_test(test_start_sink_thread_fails),

@@ -200,7 +200,7 @@ static bool wait_taken(struct bp_pipeline *p, uint64_t n, int64_t ms)
 	struct bp_pipeline_stats st;
 
 	for (;;) {
-		if (bp_pipeline_stats(p, &st) == 0 && st.worker_jobs >= n)
+		if (bp_pipeline_get_stats(p, &st) == 0 && st.worker_jobs >= n)
 			return true;
 		if (pt_now_ns() > end)
 			return false;
@@ -331,7 +331,7 @@ static void assert_conservation(struct fix *f)
 {
 	struct bp_pipeline_stats st;
 
-	assert_int_equal(bp_pipeline_stats(f->p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(f->p, &st), 0);
 	assert_true(st.submitted == st.ok + st.failed + st.cancelled);
 	assert_true(st.submitted == sink_seen(f));
 	assert_true(st.ok == f->ok && st.cancelled == f->cancelled &&

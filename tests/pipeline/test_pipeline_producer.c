@@ -162,7 +162,7 @@ static bool conserved(struct bp_pipeline *p, struct sinkc *s)
 {
 	struct bp_pipeline_stats st;
 
-	if (bp_pipeline_stats(p, &st) != 0)
+	if (bp_pipeline_get_stats(p, &st) != 0)
 		return false;
 	if (st.submitted != st.ok + st.failed + st.cancelled ||
 	    st.submitted != atomic_load(&s->count)) {
@@ -481,7 +481,7 @@ static void test_drain_timeout_blocked_handle(void **unused)
 	atomic_store(&stuck_release, true);
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	pthread_join(t, NULL); /* its blocked submit got -EPIPE or room */
-	assert_int_equal(bp_pipeline_stats(p, &st), 0);
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
 	assert_true(conserved(p, &s));
 	/* every job: delivered, refused by a call, or left staged at destroy */
 	assert_int_equal(sp.accepted + sp.refused, sp.n);

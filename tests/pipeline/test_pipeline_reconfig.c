@@ -535,7 +535,7 @@ static int phase(bool ord, unsigned workers, unsigned iters, unsigned seed)
 	if ((rc = bp_pipeline_set_stage_ctx(pipe_, NULL)) != -EPIPE)
 		pt_fail("set_stage_ctx after drain: %d, not -EPIPE", rc);
 
-	if (bp_pipeline_stats(pipe_, &st))
+	if (bp_pipeline_get_stats(pipe_, &st))
 		pt_fail("stats");
 	if (st.submitted != accepted || s_count != accepted)
 		pt_fail("accepted %" PRIu64 ", submitted %" PRIu64

@@ -672,7 +672,7 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 		pt_fail("drain/abort returned %d", rc);
 
 	/* ---- checks (every thread of the run is joined) */
-	if (bp_pipeline_stats(r->p, &st) != 0)
+	if (bp_pipeline_get_stats(r->p, &st) != 0)
 		pt_fail("stats failed");
 	seen = calloc(st.submitted + 1, sizeof(*seen));
 	for (unsigned p = 0; p < c->np; p++) {

@@ -124,7 +124,7 @@ static int run(bool ordered)
 	}
 	bp_pipeline_drain(p); /* joins the workers: their counts are final */
 	pt_watchdog_disarm();
-	bp_pipeline_stats(p, &st);
+	bp_pipeline_get_stats(p, &st);
 	bp_pipeline_destroy(p);
 	if (st.ok != N) {
 		fprintf(stderr, "FAIL: %llu of %d jobs delivered\n",

@@ -544,8 +544,8 @@ static inline void st_rail_sum(const struct bp_rdma *r, unsigned workers,
 		for (unsigned k = 0; k < rails; k++) {
 			struct bp_rdma_rail_stats s;
 
-			if (bp_rdma_rail_stats(r, w, k, &s)) {
-				bp_test_fail("bp_rdma_rail_stats(%u, %u)", w,
+			if (bp_rdma_get_rail_stats(r, w, k, &s)) {
+				bp_test_fail("bp_rdma_get_rail_stats(%u, %u)", w,
 					     k);
 				continue;
 			}
@@ -574,7 +574,7 @@ static inline void st_check_conservation(struct st_fix *f, struct st_job *jobs,
 {
 	struct bp_pipeline_stats st;
 
-	ST_CHECK(bp_pipeline_stats(f->p, &st) == 0, "bp_pipeline_stats");
+	ST_CHECK(bp_pipeline_get_stats(f->p, &st) == 0, "bp_pipeline_stats");
 	ST_CHECK(st.submitted == st.ok + st.failed + st.cancelled,
 		 "conservation: submitted %" PRIu64 " != ok %" PRIu64
 		 " + failed %" PRIu64 " + cancelled %" PRIu64,

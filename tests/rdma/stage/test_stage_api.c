@@ -278,13 +278,13 @@ static void test_peers_register(struct st_fix *f)
 	ST_CHECK(bp_rdma_register(r, buf, 4096, &sys) == 0,
 		 "register system memory before start");
 
-	ST_CHECK(bp_rdma_rail_stats(r, 1, 0, &rs) == -EINVAL,
+	ST_CHECK(bp_rdma_get_rail_stats(r, 1, 0, &rs) == -EINVAL,
 		 "rail_stats worker out of range");
-	ST_CHECK(bp_rdma_rail_stats(r, 0, f->rails, &rs) == -EINVAL,
+	ST_CHECK(bp_rdma_get_rail_stats(r, 0, f->rails, &rs) == -EINVAL,
 		 "rail_stats rail out of range");
-	ST_CHECK(bp_rdma_rail_stats(r, 0, 0, NULL) == -EINVAL,
+	ST_CHECK(bp_rdma_get_rail_stats(r, 0, 0, NULL) == -EINVAL,
 		 "rail_stats NULL");
-	ST_CHECK(bp_rdma_rail_stats(r, 0, 0, &rs) == 0 && rs.posted == 0,
+	ST_CHECK(bp_rdma_get_rail_stats(r, 0, 0, &rs) == 0 && rs.posted == 0,
 		 "rail_stats");
 	rc = bp_rdma_stats_json(r, NULL, 0);
 	ST_CHECK(rc > 16, "stats_json length %d", rc);
@@ -684,7 +684,7 @@ static void test_stall(void)
 		uint64_t want = 0;
 
 		bp_rdma_worker_calls(f.r, i, &calls, &site);
-		if (bp_rdma_rail_stats(f.r, i, 0, &rs) == 0 && (int)i == w)
+		if (bp_rdma_get_rail_stats(f.r, i, 0, &rs) == 0 && (int)i == w)
 			want = 2 * (2 + rs.posted + rs.eagain + rs.cq_reads +
 				    rs.mr_cache_misses);
 		ST_CHECK(calls == want && ((int)i != w ||
