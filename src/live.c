@@ -87,10 +87,10 @@ static void wait_ack(struct bp_pipeline *p, struct bp_worker *w, uint64_t gen,
  * alone.
  */
 static int reconfigure(struct bp_pipeline *p,
-		       void (*edit)(struct live_cfg *, const void *),
+		       void (*edit)(struct bpi_live_cfg *, const void *),
 		       const void *arg, const char *what)
 {
-	struct live_cfg *nc, *old;
+	struct bpi_live_cfg *nc, *old;
 
 	/* the callers refused a call from p's own threads (-EDEADLK) */
 	nc = malloc(sizeof(*nc));
@@ -137,17 +137,17 @@ static int live_change_check(struct bp_pipeline *p, bool waits, const char *who)
 	return 0;
 }
 
-static void edit_batch(struct live_cfg *c, const void *arg)
+static void edit_batch(struct bpi_live_cfg *c, const void *arg)
 {
 	c->max_batch = *(const unsigned *)arg;
 }
 
-static void edit_wait(struct live_cfg *c, const void *arg)
+static void edit_wait(struct bpi_live_cfg *c, const void *arg)
 {
 	c->worker_wait = *(const struct bp_wait_policy *)arg;
 }
 
-static void edit_ctx(struct live_cfg *c, const void *arg)
+static void edit_ctx(struct bpi_live_cfg *c, const void *arg)
 {
 	c->stage_ctx = *(void *const *)arg;
 }

@@ -37,7 +37,7 @@
  * What workers read each pass: replaced, never changed (reconfigure() in
  * pipeline.c). gen counts the copies: the first is LIVE_GEN_FIRST.
  */
-struct live_cfg {
+struct bpi_live_cfg {
 	uint64_t gen;
 	unsigned max_batch;
 	struct bp_wait_policy worker_wait;
@@ -57,7 +57,7 @@ struct bp_worker {
 	unsigned done_cap;
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
-	const struct live_cfg *cfg; /* valid during one pass */
+	const struct bpi_live_cfg *cfg; /* valid during one pass */
 	/*
 	 * written by the worker, read by reconfigure(): the gen of the copy
 	 * in use, LIVE_GEN_OFFLINE while none is, LIVE_GEN_FIRST while coming
@@ -90,7 +90,7 @@ struct bp_worker {
 	struct bpi_waitq progress;
 };
 
-enum pipeline_state {
+enum bpi_pipeline_state {
 	P_CREATED = 0,
 	P_RUNNING,
 	P_STOPPING, /* drain or abort begun */
@@ -111,7 +111,7 @@ struct bp_pipeline {
 	_Atomic unsigned live_max_batch;
 	_Atomic int64_t live_flush_ns; /* saturated at INT64_MAX */
 	/* read by workers each pass; replaced by reconfigure() */
-	_Atomic(struct live_cfg *) live;
+	_Atomic(struct bpi_live_cfg *) live;
 	_Atomic int
 		reconfig_busy; /* one reconfiguration at a time (cold path) */
 

@@ -27,7 +27,8 @@
 static inline void count_latency(struct bp_pipeline *p, int64_t lat,
 				 uint64_t jobs)
 {
-	bpi_stat_add(&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)], jobs);
+	bpi_stat_add(&p->st_lat[bpi_lat_bucket(lat > 0 ? (uint64_t)lat : 0)],
+		     jobs);
 }
 
 /*

@@ -53,7 +53,7 @@
 static inline void cfg_refresh(struct bp_worker *w)
 {
 	/* acquire: pairs with reconfigure()'s store: nc's fields are seen */
-	const struct live_cfg *c =
+	const struct bpi_live_cfg *c =
 		atomic_load_explicit(&w->p->live, memory_order_acquire);
 
 	if (__builtin_expect(c == w->cfg, 1))
@@ -79,7 +79,7 @@ static void cfg_offline(struct bp_worker *w)
  */
 static void cfg_online(struct bp_worker *w)
 {
-	const struct live_cfg *c;
+	const struct bpi_live_cfg *c;
 
 	atomic_store_explicit(&w->cfg_seen, LIVE_GEN_FIRST,
 			      memory_order_seq_cst);
