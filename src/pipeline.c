@@ -41,6 +41,62 @@ void bpi_pipeline_free(struct bp_pipeline *p)
 	bpi_free_aligned(p, sizeof(*p), BP_FALSE_SHARING);
 }
 
+/* Each worker's state and egress ring (freed by bpi_pipeline_free). */
+static int create_workers(struct bp_pipeline *p,
+			  const struct bp_pipeline_config *c)
+{
+	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
+				       BP_FALSE_SHARING);
+	if (!p->workers)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->workers; i++) {
+		struct bp_worker *w = &p->workers[i];
+		int rc;
+
+		w->p = p;
+		w->id = i;
+		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
+					  : -1;
+		w->done_cap = c->max_inflight;
+		bpi_waitq_init(&w->progress);
+		/* the worker sleeps and wakes per sink batch: as sink_wq */
+		bpi_waitq_set_waker_fences(&w->progress);
+		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
+		w->done = malloc(c->max_inflight * sizeof(*w->done));
+		/*
+		 * Quiet: the sink sleeps on sink_wq and the worker on its
+		 * progress queue, never on the ring's own queues, so hand-off
+		 * and take use the calls without wake checks.
+		 */
+		rc = bpi_ring_create_at(c->egress_capacity,
+					BP_RING_SP | BP_RING_SC | BP_RING_HWM |
+						BPI_RING_QUIET,
+					0, &w->egress);
+		if (rc || !w->buf || !w->done)
+			return rc ? rc : -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The ordered sink's reorder window: workers * max_inflight jobs at most
+ * are in it (sink.c), rounded up to a power of two.
+ */
+static int create_window(struct bp_pipeline *p,
+			 const struct bp_pipeline_config *c)
+{
+	uint64_t need = (uint64_t)c->workers * c->max_inflight, size = 1;
+
+	while (size < need)
+		size <<= 1;
+	p->window = calloc(size, sizeof(*p->window));
+	p->window_worker = calloc(size, sizeof(*p->window_worker));
+	if (!p->window || !p->window_worker)
+		return -ENOMEM;
+	p->window_mask = size - 1;
+	return 0;
+}
+
 int bp_pipeline_create(const struct bp_pipeline_config *c,
 		       struct bp_pipeline **pp)
 {
@@ -108,55 +164,11 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 */
 	bpi_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
 	bpi_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
-	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
-				       BP_FALSE_SHARING);
-	if (!p->workers) {
-		rc = -ENOMEM;
+	rc = create_workers(p, c);
+	if (rc == 0 && c->ordered)
+		rc = create_window(p, c);
+	if (rc)
 		goto fail;
-	}
-	for (unsigned i = 0; i < c->workers; i++) {
-		struct bp_worker *w = &p->workers[i];
-
-		w->p = p;
-		w->id = i;
-		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
-					  : -1;
-		w->done_cap = c->max_inflight;
-		bpi_waitq_init(&w->progress);
-		/* the worker sleeps and wakes per sink batch: as sink_wq */
-		bpi_waitq_set_waker_fences(&w->progress);
-		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
-		w->done = malloc(c->max_inflight * sizeof(*w->done));
-		/*
-		 * Quiet: the sink sleeps on sink_wq and the worker on its
-		 * progress queue, never on the ring's own queues, so hand-off
-		 * and take use the calls without wake checks.
-		 */
-		rc = bpi_ring_create_at(c->egress_capacity,
-					BP_RING_SP | BP_RING_SC | BP_RING_HWM |
-						BPI_RING_QUIET,
-					0, &w->egress);
-		if (rc || !w->buf || !w->done) {
-			rc = rc ? rc : -ENOMEM;
-			goto fail;
-		}
-	}
-	if (c->ordered) {
-		/* see sink.c: workers * max_inflight jobs at most in the window
-		 */
-		uint64_t need = (uint64_t)c->workers * c->max_inflight,
-			 size = 1;
-
-		while (size < need)
-			size <<= 1;
-		p->window = calloc(size, sizeof(*p->window));
-		p->window_worker = calloc(size, sizeof(*p->window_worker));
-		if (!p->window || !p->window_worker) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		p->window_mask = size - 1;
-	}
 	*pp = p;
 	return 0;
 fail:
