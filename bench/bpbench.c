@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bpbench - batchpipe's benchmark driver: the table of subcommands and the
- * dispatch to one of them. The experiments live in exp/, the harness they
- * share in lab/ (see README.md).
+ * dispatch to one of them. Each experiment lives in a folder of its own
+ * (ring/, pipeline/, sweep/, locks/, rdma/), the harness they share in lab/,
+ * the queues that ring/ and pipeline/ compare in queues/ (see README.md).
  */
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 #include "bp_config.h"
 

@@ -27,18 +27,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "cpus.h"
-#include "csv.h"
-#include "csvread.h"
-#include "errors.h"
-#include "hist.h"
-#include "lists.h"
-#include "opts.h"
-#include "rand.h"
-#include "stats.h"
-#include "table.h"
+#include "lab/backoff.h"
+#include "lab/clock.h"
+#include "lab/cpus.h"
+#include "lab/csv.h"
+#include "lab/csvread.h"
+#include "lab/errors.h"
+#include "lab/hist.h"
+#include "lab/lists.h"
+#include "lab/opts.h"
+#include "lab/rand.h"
+#include "lab/stats.h"
+#include "lab/table.h"
 
 /* Subcommands: argv[0] is the subcommand name; return the exit status. */
 int bench_ring_main(int argc, char **argv);

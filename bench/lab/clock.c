@@ -3,7 +3,7 @@
  * clock.c - the benchmarks' clock (CLOCK_MONOTONIC), the thread CPU clock and
  * a sleep that survives signals.
  */
-#include "clock.h"
+#include "lab/clock.h"
 
 #include <errno.h>
 #include <time.h>

@@ -2,13 +2,13 @@
 /*
  * cpus.c - which CPUs this process may use, CPU lists, pinning.
  */
-#include "cpus.h"
+#include "lab/cpus.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
+#include "lab/errors.h"
 
 int bench_cpus_available(int *cpus, int max)
 {

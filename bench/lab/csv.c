@@ -2,14 +2,14 @@
 /*
  * csv.c - an experiment's output onto stdout, and its CSV into --out DIR.
  */
-#include "csv.h"
+#include "lab/csv.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 
-#include "opts.h"
-#include "plot.h"
+#include "lab/opts.h"
+#include "lab/plot.h"
 
 static int bench_csv_file(const struct bench_args *a, bench_print_fn *csv,
 			  const void *ctx)

@@ -3,7 +3,7 @@
  * csvread.c - lines, fields, columns and numbers of a bpbench CSV
  * (csvread.h).
  */
-#include "csvread.h"
+#include "lab/csvread.h"
 
 #include <errno.h>
 #include <math.h>

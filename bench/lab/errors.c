@@ -2,7 +2,7 @@
 /*
  * errors.c - dying on a broken invariant, and allocations that cannot fail.
  */
-#include "errors.h"
+#include "lab/errors.h"
 
 #include <stdarg.h>
 #include <stdio.h>

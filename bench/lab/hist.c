@@ -2,7 +2,7 @@
 /*
  * hist.c - merging log-linear latency histograms and reading percentiles.
  */
-#include "hist.h"
+#include "lab/hist.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
 /*
  * lists.c - numbers and lists from the command line.
  */
-#include "lists.h"
+#include "lab/lists.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,14 +4,14 @@
  * subcommand's option table, the shared options' validation, the messages
  * for bad usage and the generated usage text.
  */
-#include "opts.h"
+#include "lab/opts.h"
 
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lists.h"
+#include "lab/lists.h"
 
 #define BENCH_MAX_OPTS 64
 /* getopt_long's val for table entry i: above every character */

@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cpus.h"
-#include "errors.h"
+#include "lab/cpus.h"
+#include "lab/errors.h"
 
 struct bench_args;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* plot.c - gnuplot as a child process (see plot.h). */
-#include "plot.h"
+#include "lab/plot.h"
 
 #include <errno.h>
 #include <stdarg.h>

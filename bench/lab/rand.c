@@ -3,7 +3,7 @@
  * rand.c - a small seeded generator and the shuffle that interleaves
  * competitors.
  */
-#include "rand.h"
+#include "lab/rand.h"
 
 uint64_t bench_rand(uint64_t *state)
 {

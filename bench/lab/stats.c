@@ -3,7 +3,7 @@
  * stats.c - medians, minima and maxima over runs; NaN marks a run that was not
  * measured.
  */
-#include "stats.h"
+#include "lab/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,13 +2,13 @@
 /*
  * table.c - aligned text tables (table.h).
  */
-#include "table.h"
+#include "lab/table.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "errors.h"
+#include "lab/errors.h"
 
 void bench_table_init(struct bench_table *t, FILE *f)
 {

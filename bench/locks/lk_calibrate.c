@@ -6,8 +6,8 @@
  */
 #include <math.h>
 
-#include "lk_experiment.h"
-#include "lk_work.h"
+#include "locks/lk_experiment.h"
+#include "locks/lk_work.h"
 
 /*
  * Nanoseconds per job of lk_result(., iters), one thread: median of 5. In

@@ -7,7 +7,7 @@
  * computes, so no variant can beat it; "cores / time of one job on one
  * thread" is the same number on a quiet machine, but on this noisy one a
  * single timing drifts with the host (45 to 58 ns for the same 60 steps was
- * seen), so a ceiling run goes beside every run (exp/locks.c) and a % of
+ * seen), so a ceiling run goes beside every run (locks/locks.c) and a % of
  * the ceiling is the median of each run over the ceiling run beside it.
  *
  * Verified like a run: every thread's sum of results must equal the sum of
@@ -18,8 +18,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "lk_experiment.h"
-#include "lk_work.h"
+#include "locks/lk_experiment.h"
+#include "locks/lk_work.h"
 
 /* jobs between two looks at the stop flag */
 #define LK_CEIL_CHUNK 256

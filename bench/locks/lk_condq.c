@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* lk_condq.c - mutex + condvar bounded FIFO (see lk_condq.h). */
-#include "lk_condq.h"
+#include "locks/lk_condq.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 
 #include <pthread.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 struct lk_condq {
 	pthread_mutex_t lock;

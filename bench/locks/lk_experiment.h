@@ -3,7 +3,7 @@
  * lk_experiment.h - what the parts of `bpbench locks` share: its options,
  * its results, and the entry points of its parts:
  *
- *   exp/locks.c          the subcommand: options, the interleaved sweep
+ *   locks/locks.c          the subcommand: options, the interleaved sweep
  *   locks/lk_calibrate.c the work per job
  *   locks/lk_ceiling.c   the compute ceiling, measured between the runs
  *   locks/lk_run.c       one verified run: threads, closed loop, the check
@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bpbench.h"
-#include "locks.h"
+#include "lab/bpbench.h"
+#include "locks/locks.h"
 
 #define LK_MAX_THREADS	64
 #define LK_MAX_TLIST	16

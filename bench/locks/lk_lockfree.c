@@ -16,9 +16,9 @@
  */
 #include <stdlib.h>
 
-#include "bpbench.h"
-#include "locks.h"
-#include "queues.h"
+#include "lab/bpbench.h"
+#include "locks/locks.h"
+#include "queues/queues.h"
 
 struct lk_lockfree {
 	const struct bench_queue_ops *jops, *rops;

@@ -13,8 +13,8 @@
  */
 #include <stdlib.h>
 
-#include "lk_condq.h"
-#include "locks.h"
+#include "locks/lk_condq.h"
+#include "locks/locks.h"
 
 struct lk_mutex_pair {
 	struct lk_condq jobs;

@@ -26,9 +26,9 @@
 #include <batchpipe/pipeline.h>
 #include <batchpipe/ring.h>
 
-#include "bpbench.h"
-#include "locks.h"
-#include "lk_work.h"
+#include "lab/bpbench.h"
+#include "locks/locks.h"
+#include "locks/lk_work.h"
 
 struct lk_pjob {
 	uint64_t seq;

@@ -9,8 +9,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "lk_experiment.h"
-#include "plot.h"
+#include "locks/lk_experiment.h"
+#include "lab/plot.h"
 
 /*
  * The data file gnuplot reads: one block (index) per (variant, B) that has a

@@ -2,7 +2,7 @@
 /* lk_registry.c - the variants `bpbench locks` knows, by name. */
 #include <string.h>
 
-#include "locks.h"
+#include "locks/locks.h"
 
 const struct lk_variant *const lk_variants[] = {
 	&lk_mutex,

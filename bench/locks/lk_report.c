@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lk_experiment.h"
+#include "locks/lk_experiment.h"
 
 /* ---- medians and bests -------------------------------------------------- */
 

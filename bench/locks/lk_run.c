@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lk_condq.h"
-#include "lk_experiment.h"
-#include "lk_work.h"
+#include "locks/lk_condq.h"
+#include "locks/lk_experiment.h"
+#include "locks/lk_work.h"
 
 /* the consumer takes up to this many results at once (or B if larger) */
 #define LK_CONSUMER_CHUNK 256

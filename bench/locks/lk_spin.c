@@ -23,8 +23,8 @@
 
 #include <ck_spinlock.h>
 
-#include "lk_condq.h"
-#include "locks.h"
+#include "locks/lk_condq.h"
+#include "locks/locks.h"
 
 enum lk_lock_kind { LK_LOCK_TAS, LK_LOCK_PTHREAD, LK_LOCK_TICKET, LK_LOCK_MCS };
 

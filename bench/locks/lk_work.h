@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "lcg.h"
+#include "lab/lcg.h"
 
 static inline void *lk_job(uint64_t seq)
 {

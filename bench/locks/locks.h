@@ -5,7 +5,7 @@
  * to one consumer thread.
  *
  * The experiment's threads run the same loops for every variant (see
- * exp/locks.c); a variant only moves values:
+ * locks/locks.c); a variant only moves values:
  *
  *   worker:   take_jobs -> compute -> emit          (N threads, tid 0..N-1)
  *   consumer: take_results -> count -> give_jobs     (one thread)

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * experiments.h - the measurements `bpbench pipeline` interleaves, one per
- * file, and its printers. exp/pipeline.c is the subcommand: options, the
- * throughput sweep and the order of everything.
+ * file, and its printers. pipeline.c is the subcommand: options, the
+ * throughput sweep and the order of everything. In this folder:
  *
- *   exp/pipeline_latency.c  low-load and wake-up latency, and the
- *                           interleaved latency phase
- *   exp/pipeline_idle.c     idle CPU of a pipeline with nothing to do
- *   exp/pipeline_ring.c     the ring reference (bp_ring 1x1, burst B)
- *   exp/handoff.c           the cross-core hand-off floor
- *   exp/wakefloor.c         the wake-up floor without the library
- *   exp/pipeline_report.c   the tables and the CSV
+ *   latency.c    low-load and wake-up latency, and the interleaved
+ *                latency phase
+ *   idle.c       idle CPU of a pipeline with nothing to do
+ *   ring_ref.c   the ring reference (bp_ring 1x1, burst B)
+ *   handoff.c    the cross-core hand-off floor
+ *   wakefloor.c  the wake-up floor without the library
+ *   report.c     the tables and the CSV
+ *   harness.c    what they share (harness.h), points.c the points
  */
 #ifndef BPBENCH_PIPELINE_EXPERIMENTS_H
 #define BPBENCH_PIPELINE_EXPERIMENTS_H
 
-#include "points.h"
+#include "pipeline/points.h"
 
 /*
  * One producer, one worker, one job at a time: gap 0 is the low-load

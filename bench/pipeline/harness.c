@@ -12,7 +12,7 @@
  * counts and sums match, and every job is back in its pool. Any failure is
  * fatal (exit 1).
  */
-#include "harness.h"
+#include "pipeline/harness.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +22,7 @@
 #include <batchpipe/error.h>
 #include <batchpipe/ring.h>
 
-#include "lcg.h"
+#include "lab/lcg.h"
 
 const struct pb_wait pb_waits[PB_NWAITS] = {
 	{"busy-poll", BP_WAIT_BUSY_POLL},

@@ -3,8 +3,8 @@
  * harness.h - what the experiments of `bpbench pipeline` share: the jobs
  * and their check values, the producers' recycling pools, one pipeline run
  * (stage, sink, producer threads, verification) and the throughput run
- * built from them. The experiments themselves are in exp/pipeline*.c,
- * exp/handoff.c and exp/wakefloor.c (declared in experiments.h).
+ * built from them. The experiments themselves are the other files of
+ * pipeline/ (declared in experiments.h).
  *
  * Jobs are allocated and touched once per producer at start (page faults on
  * this VM cost more than the pipeline), then recycled: the sink gives each
@@ -22,7 +22,7 @@
 
 #include <batchpipe/pipeline.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 #define PB_MAX_WLIST	 8
 #define PB_MAX_BATCHES	 8

@@ -2,7 +2,7 @@
 /*
  * points.c - the points of `bpbench pipeline` and medians over its runs.
  */
-#include "points.h"
+#include "pipeline/points.h"
 
 #include <math.h>
 

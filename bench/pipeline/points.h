@@ -8,7 +8,7 @@
 #ifndef BPBENCH_PIPELINE_POINTS_H
 #define BPBENCH_PIPELINE_POINTS_H
 
-#include "harness.h"
+#include "pipeline/harness.h"
 
 /* PB_ALONE: the benchmark's own per-job work in one thread, no pipeline */
 enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE };

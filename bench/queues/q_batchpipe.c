@@ -4,7 +4,7 @@
  * non-blocking burst calls, so it gets exactly the retry policy the other
  * non-blocking queues get.
  */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <stdio.h>
 

@@ -7,14 +7,14 @@
  * atomic is part of what is being compared. ck_ring keeps one slot empty:
  * a ring of `capacity` slots holds capacity - 1 items.
  */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include <ck_ring.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 struct bench_ck_ring {
 	struct ck_ring ring; /* ck pads its producer and consumer indices */

@@ -7,13 +7,13 @@
  * which gives it the same batching advantage as the lock-free rings, and it
  * signals a condvar only when somebody sleeps on it.
  */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 struct bench_mutex_ring {
 	pthread_mutex_t lock;

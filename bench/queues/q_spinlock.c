@@ -5,13 +5,13 @@
  * whoever takes the lock needs all three, so one line moves per operation.
  * Full / empty returns 0 and the harness applies the common retry policy.
  */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 struct bench_spin_ring {
 	pthread_spinlock_t lock;

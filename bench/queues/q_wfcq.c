@@ -20,7 +20,7 @@
  * liburcu's own busy-wait, which sleeps in poll() for 10 ms.
  */
 #define _LGPL_SOURCE /* the inline fast paths, as an LGPL user would */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@
 #include <urcu/compiler.h>
 #include <urcu/wfcqueue.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 struct bench_wfcq_node {
 	struct cds_wfcq_node node;

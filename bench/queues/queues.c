@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* queues.c - the registry of queues bpbench knows, by name. */
-#include "queues.h"
+#include "queues/queues.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * in-process bp_rdma_node) and the check of what landed in it after every
  * measured run.
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 void rb_log(void *ctx, enum bp_log_level level, const char *msg)
 {

@@ -3,9 +3,9 @@
  * rdma_harness.h - what the experiments of `bpbench rdma` share: the
  * target of a run and its verification (rdma_bench_target.c), the
  * pipeline variant (rdma_variant_pipe.c) and the raw libfabric variant
- * (rdma_variant_raw.c), the points and the latency results; exp/rdma.c
- * (the subcommand), exp/rdma_latency.c and exp/rdma_report.c use them.
- * The design of the experiment is described at the top of exp/rdma.c.
+ * (rdma_variant_raw.c), the points and the latency results; rdma/rdma.c
+ * (the subcommand), rdma/latency.c and rdma/report.c use them.
+ * The design of the experiment is described at the top of rdma/rdma.c.
  */
 #ifndef BPBENCH_RDMA_HARNESS_H
 #define BPBENCH_RDMA_HARNESS_H
@@ -26,9 +26,9 @@
 #include <batchpipe/rdma.h>
 #include <batchpipe/ring.h>
 
-#include "bpbench.h"
-#include "rdma_raw.h"
-#include "rdma_target.h"
+#include "lab/bpbench.h"
+#include "rdma/rdma_raw.h"
+#include "rdma/rdma_target.h"
 
 #define BENCH_CMD	 "bpbench rdma"
 #define RB_MAX_PROV	 4
@@ -257,7 +257,7 @@ int rb_raw_open(struct rb_raw *rw, struct rb_target *t,
 struct rb_result rb_raw_run(struct rb_raw *rw, struct rb_target *t, unsigned ms,
 			    uint64_t outstanding, const char *what);
 
-/* ---- the points, latency and output (exp/rdma*.c) ------------------------ */
+/* ---- the points, latency and output (rdma/rdma.c, latency.c, report.c) ------------------------ */
 
 extern const char *const rb_var_name[RB_NVAR];
 unsigned rb_pool_jobs(const struct rb_point *p, unsigned P);

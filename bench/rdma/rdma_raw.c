@@ -5,7 +5,7 @@
  * progress, FI_THREAD_DOMAIN, the mr_mode bits both can honour), so the two
  * differ only in what happens per operation.
  */
-#include "rdma_raw.h"
+#include "rdma/rdma_raw.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,7 +20,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 #define RR_FI_VERSION FI_VERSION(1, 9)
 #define RR_MR_MODES                                                            \

@@ -3,7 +3,7 @@
  * rdma_target.c - bp-target as a child process, and CPU clocks of threads
  * and processes (rdma_target.h).
  */
-#include "rdma_target.h"
+#include "rdma/rdma_target.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 /* how long bp-target may take to print its "listening" line */
 #define RT_START_TIMEOUT_MS 10000

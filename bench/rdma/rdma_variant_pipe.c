@@ -4,7 +4,7 @@
  * with recycling pools of registered jobs, the RDMA stage, a sink that
  * checks every job; one timed run and its verification.
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 /* Throughput: check each job, give it back to its producer's free ring. */
 static void rb_sink_loop(struct rb_pipe *pp, struct bp_job **jobs, unsigned n)

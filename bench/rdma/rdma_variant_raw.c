@@ -3,7 +3,7 @@
  * rdma_variant_raw.c - the raw variant of `bpbench rdma`: the plain
  * libfabric write loop of rdma_raw.c on the same target; one timed run.
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 void rb_raw_close(struct rb_raw *rw)
 {

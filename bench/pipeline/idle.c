@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pipeline_idle.c - idle CPU: a started pipeline with nothing to do, and
+ * pipeline/idle.c - idle CPU: a started pipeline with nothing to do, and
  * the process CPU time it burns, per wait strategy.
  */
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 #include <sys/resource.h>
 

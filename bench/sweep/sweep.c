@@ -27,8 +27,8 @@
 #include <string.h>
 
 #include "bp_config.h"
-#include "plot.h"
-#include "sweep.h"
+#include "lab/plot.h"
+#include "sweep/sweep.h"
 
 /* ---- options
    ------------------------------------------------------------ */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_report.c - what `bpbench rdma` prints: the tables, the verdicts
+ * rdma/report.c - what `bpbench rdma` prints: the tables, the verdicts
  * against the targets, and the CSV blocks (bench/README.md).
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 static double rb_med(const double *v, int n)
 {

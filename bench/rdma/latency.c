@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_latency.c - `bpbench rdma --latency`: 4 KiB writes at depth 1 per
+ * rdma/latency.c - `bpbench rdma --latency`: 4 KiB writes at depth 1 per
  * completion wait, pipeline and raw, and the idle and paced CPU of the
  * pipeline's threads.
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 const char *const rb_lat_name[RB_NLAT] = {
 	"pipeline busy-poll", "pipeline spin-sleep", "pipeline event-wait",

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 static void pb_loadavg(char *buf, size_t len)
 {

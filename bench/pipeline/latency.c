@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pipeline_latency.c - `bpbench pipeline`'s latency phase: low-load and
+ * pipeline/latency.c - `bpbench pipeline`'s latency phase: low-load and
  * wake-up latency, measured by the benchmark's own clock (read just before
  * bp_pipeline_submit -> read on entry to the sink callback, one way;
  * CLOCK_MONOTONIC, one clock for all CPUs), beside the pipeline's own
  * percentiles of the same runs; and the interleaving of every latency task.
  */
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * handoff.c - the cross-core hand-off floor: one cache line ping-ponged
  * between two pinned threads; what any cross-core queue pays at least.
  */
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 #include <stdlib.h>
 

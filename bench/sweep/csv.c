@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep_csv.c - reading a child's CSV: the first block, the rows that pass
+ * sweep/csv.c - reading a child's CSV: the first block, the rows that pass
  * the --rows filter, their throughput and p99.
  */
 #include <math.h>
 #include <string.h>
 
-#include "sweep.h"
+#include "sweep/sweep.h"
 
 /*
  * Read the first CSV block of `text` (the header, then rows up to a blank

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep_child.c - one child of `bpbench sweep`: `/proc/self/exe` run with
+ * sweep/child.c - one child of `bpbench sweep`: `/proc/self/exe` run with
  * the point's arguments, its stdout read whole, its stderr kept in a file to
  * show when it fails. A child has a deadline (--child-timeout), and a sweep
  * stopped by SIGTERM or SIGINT kills its running child first: neither a hung
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sweep.h"
+#include "sweep/sweep.h"
 
 /*
  * The running child's process group (its pid; 0: none), for the signal

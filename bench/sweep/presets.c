@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep_presets.c - `bpbench sweep`'s presets: for each subcommand it knows,
+ * sweep/presets.c - `bpbench sweep`'s presets: for each subcommand it knows,
  * the child options that give one point, the option(s) that carry B, and
  * where throughput and p99 are in the child's CSV.
  */
 #include <string.h>
 
 #include "bp_config.h"
-#include "sweep.h"
+#include "sweep/sweep.h"
 
 static const struct sw_preset sw_presets[] = {
 	{"ring",

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pipeline_ring.c - the ring reference of `bpbench pipeline`: one producer
+ * pipeline/ring_ref.c - the ring reference of `bpbench pipeline`: one producer
  * and one consumer thread over a bp_ring MPMC of capacity 4096, burst B,
  * pinned to two CPUs (ring's batchpipe 1x1 point, same retry policy).
  */
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include <batchpipe/error.h>
 
-#include "queues.h"
+#include "queues/queues.h"
 
 struct pb_ring_run {
 	void *q;

@@ -3,7 +3,7 @@
  * wakefloor.c - the wake-up floor without the library: two futex wake-ups
  * in a row after an idle gap.
  */
-#include "experiments.h"
+#include "pipeline/experiments.h"
 
 #include <math.h>
 #include <stdlib.h>

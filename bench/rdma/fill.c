@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_fill.c - `bpbench rdma-fill`: the random fill over RDMA. A client
+ * rdma/fill.c - `bpbench rdma-fill`: the random fill over RDMA. A client
  * exposes an N-byte buffer through a bp_rdma_node; bp-target (started here
  * on an ephemeral port, or a running one given with --target) RDMA-writes
  * the page generator's output into it (bp_rdma_conn_fill); then every byte
@@ -28,9 +28,9 @@
 #include <batchpipe/error.h>
 #include <batchpipe/rdma.h>
 
-#include "bpbench.h"
-#include "rdma_raw.h"
-#include "rdma_target.h"
+#include "lab/bpbench.h"
+#include "rdma/rdma_raw.h"
+#include "rdma/rdma_target.h"
 
 #define BENCH_CMD      "bpbench rdma-fill"
 #define RF_MAX_RUNS    20

@@ -64,7 +64,7 @@
  * -> the clock on entry to the sink; raw: post -> completion reaped. Then
  * idle CPU: a started pipeline with nothing to do, and one fed 100 ops/s.
  */
-#include "rdma_harness.h"
+#include "rdma/rdma_harness.h"
 
 const char *const rb_var_name[RB_NVAR] = {"pipeline", "raw"};
 

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lk_experiment.h"
-#include "plot.h"
+#include "locks/lk_experiment.h"
+#include "lab/plot.h"
 
 _Static_assert(LK_MAX_BATCH == 4096, "--batches' help says 1..4096");
 

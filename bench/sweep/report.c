@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep_report.c - what `bpbench sweep` prints: the legend and table, the
+ * sweep/report.c - what `bpbench sweep` prints: the legend and table, the
  * CSV (one row per child run), and with --out the plot and its data.
  */
 #include <errno.h>
@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot.h"
-#include "sweep.h"
+#include "lab/plot.h"
+#include "sweep/sweep.h"
 
 /* "Mjobs_per_s" -> "Mjobs/s", "p99_us" -> "us": the unit a column holds. */
 static void sw_unit(const char *col, char *buf, size_t len)

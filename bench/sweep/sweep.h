@@ -2,9 +2,9 @@
 /*
  * sweep.h - what the parts of `bpbench sweep` share: the presets' shape,
  * the parsed options, the results grid, and the calls between the parts
- * (sweep.c the subcommand and its options, sweep_presets.c the presets,
- * sweep_child.c one child process, sweep_csv.c its CSV, sweep_run.c the
- * points and the interleaved runs, sweep_report.c the table, CSV and plot).
+ * (in this folder: sweep.c the subcommand and its options, presets.c the
+ * presets, child.c one child process, csv.c its CSV, run.c the points and
+ * the interleaved runs, report.c the table, CSV and plot).
  */
 #ifndef BPBENCH_SWEEP_H
 #define BPBENCH_SWEEP_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bpbench.h"
+#include "lab/bpbench.h"
 
 #define BENCH_CMD "bpbench sweep"
 
@@ -45,7 +45,7 @@ struct sw_preset {
 	int rdma;			 /* depth and provider are chosen */
 };
 
-/* The presets (sweep_presets.c): the one for subcommand `sub`, or NULL. */
+/* The presets (presets.c): the one for subcommand `sub`, or NULL. */
 const struct sw_preset *sw_preset_find(const char *sub);
 
 struct sw_opts {
@@ -97,23 +97,23 @@ static inline double *sw_cell(double *a, const struct sw_results *r, int run,
 		  (size_t)b];
 }
 
-/* sweep_child.c */
+/* child.c */
 #define SW_SPAWN_TIMEOUT (-2) /* sw_spawn: killed at its deadline */
 int sw_spawn(char *const *args, char **out, FILE *errf, unsigned timeout_s);
 void sw_print_cmd(FILE *f, char *const *args);
 void sw_dump_stderr(FILE *errf);
 
-/* sweep_csv.c */
+/* csv.c */
 int sw_parse_csv(const struct sw_opts *o, char *text, struct sw_cols *cols,
 		 double *tput, double *p99);
 
-/* sweep_run.c */
+/* run.c */
 void sw_args(const struct sw_opts *o, unsigned b, int p2, char **args,
 	     char *bval, size_t bval_len);
 int sw_rdma_provider(struct sw_opts *o);
 int sw_sweep(const struct sw_opts *o, struct sw_results *r);
 
-/* sweep_report.c: what the printers get (bench_emit's ctx) */
+/* report.c: what the printers get (bench_emit's ctx) */
 struct sw_report {
 	const struct sw_opts *o;
 	const struct sw_results *r;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sweep_run.c - the points of `bpbench sweep` and their interleaving: one
+ * sweep/run.c - the points of `bpbench sweep` and their interleaving: one
  * point is one child run (its arguments, its numbers, what is shown when it
  * fails); for each run index every point runs once, in a fresh shuffled
  * order.
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "sweep.h"
+#include "sweep/sweep.h"
 
 /* A progress line is open on stderr: end it before any message. */
 static int sw_progress_open;

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipeline/report.c - what `bpbench pipeline` prints: the tables and the
+ * headline, or the CSV blocks (bench/README.md lists their columns).
+ */
+#include "pipeline/experiments.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+static const char *pb_target(double v, double target, int at_least)
+{
+	if (isnan(v))
+		return "n/a";
+	return (at_least ? v >= target : v <= target) ? "meets" : "MISSES";
+}
+
+/* A cell of the workers x batches grids: point i, `width` characters. */
+typedef void pb_cell_fn(const struct pb_results *r, int i, char *buf,
+			size_t len);
+
+static void pb_cell_mjobs(const struct pb_results *r, int i, char *buf,
+			  size_t len)
+{
+	double lo, hi, m = pb_med_pt(r, r->mj, i, &lo, &hi);
+	char range[32];
+
+	snprintf(range, sizeof(range), "[%.1f-%.1f]", lo, hi);
+	snprintf(buf, len, "%7.2f %-13s", m, range);
+}
+
+static void pb_cell_latency(const struct pb_results *r, int i, char *buf,
+			    size_t len)
+{
+	char cell[40];
+
+	snprintf(cell, sizeof(cell), "%.1f / %.1f",
+		 pb_med_pt(r, r->p50, i, NULL, NULL),
+		 pb_med_pt(r, r->p99, i, NULL, NULL));
+	snprintf(buf, len, "%18s", cell);
+}
+
+/* One table per wait strategy: a row per worker count, a column per B. */
+static void pb_print_grid(FILE *f, const struct pb_opts *o,
+			  const struct pb_results *r, int width,
+			  pb_cell_fn *cell)
+{
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		fprintf(f, "\nwait = %s\n%4s", pb_waits[w].name, "W");
+		for (int b = 0; b < o->nbatches; b++)
+			fprintf(f, "  %*s%-4u", width - 4, "B=", o->batches[b]);
+		fprintf(f, "\n");
+		for (int wk = 0; wk < o->nworkers; wk++) {
+			fprintf(f, "%4u", o->workers[wk]);
+			for (int b = 0; b < o->nbatches; b++) {
+				char buf[64];
+
+				cell(r,
+				     pb_find(r, PB_PIPE, o->workers[wk],
+					     o->batches[b], w, false),
+				     buf, sizeof(buf));
+				fprintf(f, "  %s", buf);
+			}
+			fprintf(f, "\n");
+		}
+	}
+}
+
+/* The run, the load, then throughput and latency per wait, W and B. */
+static void pb_print_grids(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	char cpus[256];
+
+	bench_cpus_format(o->a.cpus, o->a.ncpus, cpus, sizeof(cpus));
+	fprintf(f,
+		"bpbench pipeline: %u producers, %u runs x %u ms per point "
+		"(interleaved), pool %u jobs per producer,\n"
+		"threads %s (CPUs %s), seed %" PRIu64 "\n",
+		o->producers, o->a.runs, o->a.ms, o->pool,
+		o->pin ? "pinned round-robin" : "not pinned", cpus, o->a.seed);
+	fprintf(f, "load average at start: %s\n", rep->load0);
+	fprintf(f, "load average at end:   %s\n", rep->load1);
+	fprintf(f,
+		"\nTrivial jobs (the stage writes a result and completes), "
+		"unordered.\n"
+		"Median M jobs/s end to end (producers' first submit .. drain "
+		"returned); [min-max]\n");
+	pb_print_grid(f, o, r, 21, pb_cell_mjobs);
+	fprintf(f,
+		"\nLatency submit -> sink under that load, from "
+		"bp_pipeline_stats (bucket\nupper bounds; at saturation this "
+		"is queueing in the bounded rings):\nmedian p50 / p99, us\n");
+	pb_print_grid(f, o, r, 18, pb_cell_latency);
+}
+
+/* What ordered output costs against unordered, per B. */
+static void pb_print_ordered(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	struct bench_table t;
+	int ordered_any = 0;
+
+	fprintf(f,
+		"\nOrdered vs unordered, %u producers, %u workers, wait %s "
+		"(cost = 1 - median of per-run ordered/unordered)\n",
+		o->producers, PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 5, BENCH_RIGHT);
+	bench_table_col(&t, "unordered", 11, BENCH_RIGHT);
+	bench_table_col(&t, "ordered", 11, BENCH_RIGHT);
+	bench_table_col(&t, "cost %", 7, BENCH_RIGHT);
+	bench_table_col(&t, "ordered p99us", 0, BENCH_RIGHT);
+	bench_table_head(&t);
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+		int u;
+
+		if (p->kind != PB_PIPE || !p->ordered)
+			continue;
+		u = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
+		ordered_any = 1;
+		bench_table_fmt(&t, "%u", p->B);
+		bench_table_num(&t, pb_med_pt(r, r->mj, u, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_pt(r, r->mj, i, NULL, NULL), 2);
+		bench_table_num(&t, 100.0 * (1.0 - pb_med_ratio(r, i, u)), 1);
+		bench_table_num(&t, pb_med_pt(r, r->p99, i, NULL, NULL), 1);
+	}
+	if (!ordered_any)
+		fprintf(f, "  (none)\n");
+}
+
+/* The pipeline against bp_ring alone and against its own per-job work. */
+static void pb_print_ring_ref(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	struct bench_table t;
+
+	fprintf(f,
+		"\nRing reference: bp_ring MPMC 1x1, capacity 4096, burst B, "
+		"pinned to CPUs %d and %d,\nagainst the pipeline (%u "
+		"producers, %u workers, %s, unordered)\n",
+		o->a.cpus[0], o->a.cpus[1 % o->a.ncpus], o->producers,
+		PB_HEAD_W, pb_waits[PB_HEAD_WAIT].name);
+	fprintf(f, "and against the benchmark's own per-job work alone: one "
+		   "thread "
+		   "takes B jobs from\nits pool, stamps them, runs the stage's "
+		   "work and the sink's checks, no pipeline\n");
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 5, BENCH_RIGHT);
+	bench_table_col(&t, "ring Mitems/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "pipe Mjobs/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "ratio", 7, BENCH_RIGHT);
+	bench_table_col(&t, "alone Mjobs/s", 0, BENCH_RIGHT);
+	bench_table_col(&t, "pipe/alone", 0, BENCH_RIGHT);
+	bench_table_head(&t);
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+		int pp, al;
+
+		if (p->kind != PB_RING)
+			continue;
+		pp = pb_find(r, PB_PIPE, PB_HEAD_W, p->B, PB_HEAD_WAIT, false);
+		al = pb_find(r, PB_ALONE, 1, p->B, 0, false);
+		bench_table_fmt(&t, "%u", p->B);
+		bench_table_num(&t, pb_med_pt(r, r->mj, i, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_pt(r, r->mj, pp, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_ratio(r, pp, i), 3);
+		bench_table_num(&t, pb_med_pt(r, r->mj, al, NULL, NULL), 2);
+		bench_table_num(&t, pb_med_ratio(r, pp, al), 3);
+	}
+}
+
+/* Jobs with real CPU work: throughput and cores busy per W. */
+static void pb_print_work(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	struct bench_table t;
+
+	if (!o->work_ns || o->sweep_only)
+		return;
+	fprintf(f,
+		"\nJobs with %u ns of CPU work each (%" PRIu64
+		" LCG steps, calibrated at %.3f steps/ns),\nB=%u, "
+		"wait %s, unordered; cores busy = Mjobs/s x work_ns / "
+		"1000\n",
+		o->work_ns, r->iters, r->iters_per_ns, PB_HEAD_B,
+		pb_waits[PB_HEAD_WAIT].name);
+	bench_table_init(&t, f);
+	bench_table_col(&t, "W", 4, BENCH_RIGHT);
+	bench_table_col(&t, "Mjobs/s", 9, BENCH_RIGHT);
+	bench_table_col(&t, "cores busy", 0, BENCH_RIGHT);
+	bench_table_col(&t, "p50 us", 9, BENCH_RIGHT);
+	bench_table_col(&t, "p99 us", 9, BENCH_RIGHT);
+	bench_table_head(&t);
+	for (int wk = 0; wk < o->nworkers; wk++) {
+		int i = pb_find(r, PB_WORK, o->workers[wk], PB_HEAD_B,
+				PB_HEAD_WAIT, false);
+		double m = pb_med_pt(r, r->mj, i, NULL, NULL);
+
+		bench_table_fmt(&t, "%u", o->workers[wk]);
+		bench_table_num(&t, m, 3);
+		bench_table_num(&t, m * o->work_ns / 1e3, 2);
+		bench_table_num(&t, pb_med_pt(r, r->p50, i, NULL, NULL), 1);
+		bench_table_num(&t, pb_med_pt(r, r->p99, i, NULL, NULL), 1);
+	}
+}
+
+/* Low-load and wake-up latency, idle CPU, and their floors, per wait. */
+static void pb_print_latency(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	if (!o->latency)
+		return;
+	double ho_lo, ho_hi,
+		ho = pb_med(r->handoff, r->runs, 1, 0, &ho_lo, &ho_hi);
+
+	fprintf(f,
+		"\nLatency, 1 producer, 1 worker, one job at a time "
+		"(medians over runs, us).\n"
+		"bench = clock before bp_pipeline_submit -> clock in "
+		"the sink "
+		"callback, one way, exact;\n"
+		"bp = bp_pipeline_stats of the same runs (bucket upper "
+		"bounds).\n"
+		"low-load: the producer spins and yields (busy-poll) "
+		"until its job is back;\n"
+		"low-load same-wait: the producer waits with the "
+		"strategy of the row;\n"
+		"wake-up: %u us idle before each job (the producer "
+		"sleeps through it);\n"
+		"idle CPU: 2 workers + sink, no jobs, %u ms, %% of one "
+		"core.\n",
+		o->wake_gap_us, o->idle_ms);
+	fprintf(f,
+		"cross-core hand-off (the floor): %.0f ns one way "
+		"[%.0f-%.0f]\n",
+		ho, ho_lo, ho_hi);
+	fprintf(f,
+		"wake-up floor, no library: two futex wake-ups in a "
+		"row "
+		"after the same idle\ngap, p50 / p99: %.1f / %.1f us\n",
+		pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+		pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
+	fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "", "low-load",
+		"low-load", "low-load", "wake-up", "wake-up", "idle");
+	fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "wait", "bench",
+		"bp", "same-wait", "bench", "bp", "CPU");
+	fprintf(f, "%-11s %15s %15s %15s %15s %15s %8s\n", "", "p50 / p99",
+		"p50 / p99", "p50 / p99", "p50 / p99", "p50 / p99", "%");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+		char c[5][40];
+		const double *a[5][2] = {
+			{r->lat_p50, r->lat_p99},
+			{r->lat_bp50, r->lat_bp99},
+			{r->same_p50, r->same_p99},
+			{r->wake_p50, r->wake_p99},
+			{r->wake_bp50, r->wake_bp99},
+		};
+
+		for (int k = 0; k < 5; k++)
+			snprintf(c[k], sizeof(c[k]), "%.1f / %.1f",
+				 pb_med(a[k][0], r->runs, PB_NWAITS, w, NULL,
+					NULL),
+				 pb_med(a[k][1], r->runs, PB_NWAITS, w, NULL,
+					NULL));
+		fprintf(f, "%-11s %15s %15s %15s %15s %15s %8.2f\n",
+			pb_waits[w].name, c[0], c[1], c[2], c[3], c[4],
+			pb_med(r->idle, r->runs, PB_NWAITS, w, NULL, NULL));
+	}
+}
+
+/* The headline's latency lines and their targets. */
+static void pb_print_headline_latency(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	if (!o->latency)
+		return;
+	double bp50 = pb_med(r->lat_p50, r->runs, PB_NWAITS, 0, NULL, NULL),
+	       bp99 = pb_med(r->lat_p99, r->runs, PB_NWAITS, 0, NULL, NULL),
+	       ss99 = pb_med(r->wake_p99, r->runs, PB_NWAITS, 1, NULL, NULL),
+	       ssidle = pb_med(r->idle, r->runs, PB_NWAITS, 1, NULL, NULL);
+
+	fprintf(f,
+		"4. latency, submit -> sink seen, one way, us "
+		"(p50 / p99), 1P/1W, one job at a time;\n"
+		"   hand-off floor %.0f ns. low-load: producer "
+		"spins+yields; same-wait: producer\n"
+		"   waits with the row's strategy; wake-up: "
+		"after %u us idle\n",
+		pb_med(r->handoff, r->runs, 1, 0, NULL, NULL), o->wake_gap_us);
+	fprintf(f, "   %-10s %15s %15s %15s %9s\n", "wait", "low-load",
+		"same-wait", "wake-up", "idle CPU");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+		const double *a[3][2] = {
+			{r->lat_p50, r->lat_p99},
+			{r->same_p50, r->same_p99},
+			{r->wake_p50, r->wake_p99},
+		};
+		char c[3][40];
+
+		for (int k = 0; k < 3; k++)
+			snprintf(c[k], sizeof(c[k]), "%.1f / %.1f",
+				 pb_med(a[k][0], r->runs, PB_NWAITS, w, NULL,
+					NULL),
+				 pb_med(a[k][1], r->runs, PB_NWAITS, w, NULL,
+					NULL));
+		fprintf(f, "   %-10s %15s %15s %15s %7.2f %%\n",
+			pb_waits[w].name, c[0], c[1], c[2],
+			pb_med(r->idle, r->runs, PB_NWAITS, w, NULL, NULL));
+	}
+	fprintf(f,
+		"   busy-poll p50 <= 5 us: %s; p99 <= 50 us: "
+		"%s\n",
+		pb_target(bp50, 5, 0), pb_target(bp99, 50, 0));
+	fprintf(f,
+		"   spin-sleep idle CPU < 1 %%: %s; wake-up "
+		"p99 "
+		"<= 100 us: %s\n",
+		pb_target(ssidle, 0.999, 0), pb_target(ss99, 100, 0));
+	fprintf(f,
+		"5. cross-core hand-off, one way (round trip / "
+		"2), median: %.0f ns\n",
+		pb_med(r->handoff, r->runs, 1, 0, NULL, NULL));
+	fprintf(f,
+		"6. wake-up floor, no library (two futex "
+		"wake-ups in a row after %u us idle),\n"
+		"   p50 / p99: %.1f / %.1f us\n",
+		o->wake_gap_us, pb_med(r->floor_p50, r->runs, 1, 0, NULL, NULL),
+		pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
+}
+
+/* The headline: the key points, each with its target. */
+static void pb_print_headline(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+	const char *load0 = rep->load0, *load1 = rep->load1;
+	int head =
+		pb_find(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, false);
+	int ord = pb_find(r, PB_PIPE, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT, true);
+	int many = pb_find(r, PB_PIPE, PB_HEAD_W_MANY, PB_HEAD_B, PB_HEAD_WAIT,
+			   false);
+	int ring = pb_find(r, PB_RING, 1, PB_HEAD_B, 0, false);
+	double hm = pb_med_pt(r, r->mj, head, NULL, NULL);
+	double rm = pb_med_pt(r, r->mj, ring, NULL, NULL);
+	double rr = pb_med_ratio(r, head, ring);
+	int alone = pb_find(r, PB_ALONE, 1, PB_HEAD_B, 0, false);
+	double am = pb_med_pt(r, r->mj, alone, NULL, NULL);
+	double ra = pb_med_ratio(r, head, alone);
+	double sc = pb_med_ratio(r, many, head);
+	double oc = 100.0 * (1.0 - pb_med_ratio(r, ord, head));
+
+	fprintf(f,
+		"\nHEADLINE (medians; ratios are medians of per-run "
+		"ratios; load %s -> %s)\n",
+		load0, load1);
+	fprintf(f,
+		"1. trivial, %uP/%uW, B=%u, unordered, %s: %.2f M "
+		"jobs/s (target >= 80: %s)\n",
+		o->producers, PB_HEAD_W, PB_HEAD_B, pb_waits[PB_HEAD_WAIT].name,
+		hm, pb_target(hm, 80, 1));
+	fprintf(f,
+		"   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
+		"%.3f (target >= 0.40: %s)\n",
+		PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
+	fprintf(f,
+		"   the benchmark's own per-job work alone, one "
+		"thread, "
+		"B=%u: %.2f M jobs/s\n   (%.1f ns/job); pipeline / "
+		"alone = %.3f\n",
+		PB_HEAD_B, am, 1e3 / am, ra);
+	fprintf(f,
+		"2. %u workers / %u workers at B=%u: %.3f (target >= "
+		"0.70: %s)\n",
+		PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
+		pb_target(sc, 0.70, 1));
+	fprintf(f,
+		"3. ordered vs unordered, B=%u, %uP/%uW: cost %.1f %% "
+		"(target <= 15 %%: %s)\n",
+		PB_HEAD_B, o->producers, PB_HEAD_W, oc, pb_target(oc, 15, 0));
+	pb_print_headline_latency(f, rep);
+}
+
+void pb_print_table(FILE *f, const void *ctx)
+{
+	const struct pb_report *rep = ctx;
+
+	pb_print_grids(f, rep);
+	pb_print_ordered(f, rep);
+	pb_print_ring_ref(f, rep);
+	pb_print_work(f, rep);
+	pb_print_latency(f, rep);
+	pb_print_headline(f, rep);
+}
+
+void pb_print_csv(FILE *f, const void *ctx)
+{
+	const struct pb_report *rep = ctx;
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+
+	/* p50_us, p99_us: bp_pipeline_stats lat_p50_ns / lat_p99_ns of the
+	 * run (bucket upper bounds) */
+	fprintf(f,
+		"producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_"
+		"us\n");
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+
+		if (p->kind != PB_PIPE)
+			continue;
+		for (int run = 0; run < r->runs; run++)
+			fprintf(f, "%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f\n",
+				o->producers, p->W, p->B,
+				pb_waits[p->wait].name, p->ordered ? 1 : 0, run,
+				*pb_cell(r, r->mj, run, i),
+				*pb_cell(r, r->p50, run, i),
+				*pb_cell(r, r->p99, run, i));
+	}
+	fprintf(f, "ring1x1,B,run,Mitems_per_s\n");
+	for (int i = 0; i < r->npoints; i++)
+		if (r->pt[i].kind == PB_RING)
+			for (int run = 0; run < r->runs; run++)
+				fprintf(f, "ring1x1,%u,%d,%.3f\n", r->pt[i].B,
+					run, *pb_cell(r, r->mj, run, i));
+	fprintf(f, "alone,B,run,Mjobs_per_s\n");
+	for (int i = 0; i < r->npoints; i++)
+		if (r->pt[i].kind == PB_ALONE)
+			for (int run = 0; run < r->runs; run++)
+				fprintf(f, "alone,%u,%d,%.3f\n", r->pt[i].B,
+					run, *pb_cell(r, r->mj, run, i));
+	if (o->work_ns && !o->sweep_only) {
+		fprintf(f, "work,work_ns,producers,workers,B,wait,ordered,run,"
+			   "Mjobs_per_s,p50_us,p99_us\n");
+		for (int i = 0; i < r->npoints; i++) {
+			const struct pb_point *p = &r->pt[i];
+
+			if (p->kind != PB_WORK)
+				continue;
+			for (int run = 0; run < r->runs; run++)
+				fprintf(f,
+					"work,%u,%u,%u,%u,%s,0,%d,%.3f,%.3f,%."
+					"3f\n",
+					o->work_ns, o->producers, p->W, p->B,
+					pb_waits[p->wait].name, run,
+					*pb_cell(r, r->mj, run, i),
+					*pb_cell(r, r->p50, run, i),
+					*pb_cell(r, r->p99, run, i));
+		}
+	}
+	if (!o->latency)
+		return;
+	/* bench_*: the benchmark's own one-way clock; bp_*: the stats' */
+	fprintf(f,
+		"latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
+		"p99_us,idle_cpu_pct\n");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		for (int run = 0; run < r->runs; run++) {
+			fprintf(f,
+				"latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->lat_p50, run, w),
+				*pb_wcell(r->lat_p99, run, w),
+				*pb_wcell(r->lat_bp50, run, w),
+				*pb_wcell(r->lat_bp99, run, w));
+			fprintf(f,
+				"latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
+				"\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->same_p50, run, w),
+				*pb_wcell(r->same_p99, run, w));
+			fprintf(f,
+				"latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->wake_p50, run, w),
+				*pb_wcell(r->wake_p99, run, w),
+				*pb_wcell(r->wake_bp50, run, w),
+				*pb_wcell(r->wake_bp99, run, w));
+			fprintf(f, "latency,%s,idle,%d,,,,,%.3f\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->idle, run, w));
+		}
+	}
+	fprintf(f, "handoff,run,ns_one_way\n");
+	for (int run = 0; run < r->runs; run++)
+		fprintf(f, "handoff,%d,%.1f\n", run, r->handoff[run]);
+	fprintf(f, "wakefloor,run,p50_us,p99_us\n");
+	for (int run = 0; run < r->runs; run++)
+		fprintf(f, "wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
+			r->floor_p99[run]);
+}
