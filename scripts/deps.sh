@@ -5,7 +5,11 @@ set -eu
 
 PKGS="build-essential meson ninja-build pkg-config python3 liburcu-dev libck-dev
 libfabric-dev libfabric-bin libjemalloc-dev libcmocka-dev zlib1g-dev gzip
-gnuplot-nox clang libclang-rt-dev iproute2 linux-perf chromium fonts-dejavu-core"
+gnuplot-nox clang libclang-rt-dev iproute2 linux-perf chromium fonts-dejavu-core
+libdpdk-dev libconcurrentqueue-dev"
+# libdpdk-dev and libconcurrentqueue-dev: competitors of `bpbench ring`
+# (DPDK's rte_ring, moodycamel::ConcurrentQueue); optional to the build, the
+# lab names what it lacks. DPDK is the largest install here (about 45 s).
 # npm fetches the flame graphs' page template once (bench/flamegraph.sh).
 # Debian's nodejs has no npm of its own; a nodejs from elsewhere may bring it.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

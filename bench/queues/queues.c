@@ -13,8 +13,32 @@ const struct bench_queue_ops *const bench_queues[] = {
 	&bench_q_spinlock,
 	&bench_q_ckring,
 	&bench_q_wfcq,
+#if BENCH_HAVE_DPDK
+	&bench_q_rte_ring,
+	&bench_q_rte_ring_hts,
+	&bench_q_rte_ring_rts,
+#endif
+#if BENCH_HAVE_MOODYCAMEL
+	&bench_q_moodycamel,
+#endif
+	&bench_q_spsc,
 	NULL,
 };
+
+const char *bench_queues_missing(void)
+{
+	return ""
+#if !BENCH_HAVE_DPDK
+	       "DPDK's rte_ring (MP/MC, HTS, RTS) not built in: apt-get "
+	       "install "
+	       "libdpdk-dev, then reconfigure (meson setup --reconfigure)\n"
+#endif
+#if !BENCH_HAVE_MOODYCAMEL
+	       "moodycamel::ConcurrentQueue not built in: apt-get install "
+	       "libconcurrentqueue-dev (and a C++ compiler), then reconfigure\n"
+#endif
+		;
+}
 
 const struct bench_queue_ops *bench_queue_find(const char *name)
 {

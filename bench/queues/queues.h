@@ -25,7 +25,14 @@
 #ifndef BPBENCH_QUEUES_H
 #define BPBENCH_QUEUES_H
 
+#include "bench_config.h" /* BENCH_HAVE_DPDK, BENCH_HAVE_MOODYCAMEL */
+
+#ifdef __cplusplus
+#include <atomic> /* q_moodycamel.cpp: the same layout as C's atomic_int */
+using std::atomic_int;
+#else
 #include <stdatomic.h>
+#endif
 
 struct bench_queue_ops {
 	const char *name;
@@ -33,6 +40,12 @@ struct bench_queue_ops {
 	unsigned max_producers, max_consumers;
 	/* enqueue/dequeue sleep when they cannot proceed (see above) */
 	int blocking;
+	/*
+	 * A ceiling, not a competitor: code written for one topology only
+	 * (the plain SPSC ring). batchpipe's mode for that topology is held
+	 * to it; it never counts as "the best other queue".
+	 */
+	int ceiling;
 	/*
 	 * capacity: at most this many items may be in the queue at once.
 	 * stop (may be NULL): set when the run's producing time is over. A
@@ -58,6 +71,16 @@ extern const struct bench_queue_ops bench_q_mutex;
 extern const struct bench_queue_ops bench_q_spinlock;
 extern const struct bench_queue_ops bench_q_ckring;
 extern const struct bench_queue_ops bench_q_wfcq;
+extern const struct bench_queue_ops bench_q_spsc;
+/* Optional: built where the system has them (bench/meson.build). */
+#if BENCH_HAVE_DPDK
+extern const struct bench_queue_ops bench_q_rte_ring;
+extern const struct bench_queue_ops bench_q_rte_ring_hts;
+extern const struct bench_queue_ops bench_q_rte_ring_rts;
+#endif
+#if BENCH_HAVE_MOODYCAMEL
+extern const struct bench_queue_ops bench_q_moodycamel;
+#endif
 /* ck_ring's single-producer / single-consumer modes, for callers with a fixed
  * topology; not in bench_queues[] (`bpbench ring` compares ck_ring MPMC). */
 extern const struct bench_queue_ops bench_q_ckring_sp_mc;
@@ -65,6 +88,12 @@ extern const struct bench_queue_ops bench_q_ckring_mp_sc;
 
 /* Every queue, in display order (queues.c); NULL-terminated. */
 extern const struct bench_queue_ops *const bench_queues[];
+
+/*
+ * The optional competitors this build lacks, one line each: what it is
+ * and how to get it ("" when none is missing).
+ */
+const char *bench_queues_missing(void);
 
 /* Look a queue up by name; NULL if unknown. */
 const struct bench_queue_ops *bench_queue_find(const char *name);

@@ -70,7 +70,7 @@ static double ring_ratio(const struct ring_opts *o,
 		if (o->queues[q] == &bench_q_batchpipe)
 			bp = m;
 		else if (!bench_queue_is_batchpipe(o->queues[q]) &&
-			 (isnan(best) || m > best)) {
+			 !o->queues[q]->ceiling && (isnan(best) || m > best)) {
 			best = m;
 			*best_q = q;
 		}
@@ -112,6 +112,52 @@ static void ring_table_row_head(struct bench_table *t,
 	bench_table_fmt(t, "%u", o->batches[b]);
 }
 
+/*
+ * batchpipe's SP/SC mode against the plain SPSC ring, the ceiling for
+ * that topology: threaded at 1x1 (throughput ratio, higher is better) and
+ * single-thread (cost ratio, lower is better), per B.
+ */
+static void ring_print_ceiling(FILE *f, const struct ring_opts *o,
+			       const struct ring_results *r)
+{
+	int sp = ring_find_queue(o, &bench_q_batchpipe_sp_sc);
+	int ce = ring_find_queue(o, &bench_q_spsc);
+	int p11 = ring_find_point(o, 1, 1);
+	struct bench_table t;
+
+	if (sp < 0 || ce < 0)
+		return;
+	fprintf(f,
+		"\nbatchpipe-sp-sc against %s (the plain cached-index SPSC "
+		"ring):\nthroughput at 1x1 (median / median, higher is "
+		"better), "
+		"single-thread cost\n(ns / ns, lower is better)\n\n",
+		o->queues[ce]->name);
+	bench_table_init(&t, f);
+	bench_table_col(&t, "B", 4, BENCH_RIGHT);
+	bench_table_col(&t, "1x1 ratio", 0, BENCH_RIGHT);
+	bench_table_col(&t, "single-thread ratio", 0, BENCH_RIGHT);
+	bench_table_head(&t);
+	for (int b = 0; b < o->nbatches; b++) {
+		bench_table_fmt(&t, "%u", o->batches[b]);
+		if (p11 >= 0)
+			bench_table_num(
+				&t,
+				ring_median(r, p11, b, sp, NULL, NULL) /
+					ring_median(r, p11, b, ce, NULL, NULL),
+				2);
+		else
+			bench_table_str(&t, "-");
+		if (o->single)
+			bench_table_num(&t,
+					ring_single_median(r, b, sp) /
+						ring_single_median(r, b, ce),
+					2);
+		else
+			bench_table_str(&t, "-");
+	}
+}
+
 void ring_print_table(FILE *f, const void *ctx)
 {
 	const struct ring_report *rep = ctx;
@@ -128,8 +174,11 @@ void ring_print_table(FILE *f, const void *ctx)
 		"bpbench ring: capacity %u, %u runs x %u ms per point and "
 		"queue, CPUs %s, seed %" PRIu64 "\n",
 		o->capacity, o->a.runs, o->a.ms, cpus, o->a.seed);
-	fprintf(f, "median throughput, Mitems/s (ratio = batchpipe / best "
-		   "other queue)\n\n");
+	fputs(bench_queues_missing(), f);
+	fprintf(f,
+		"median throughput, Mitems/s (ratio = batchpipe / best "
+		"other queue; %s is a ceiling, not a competitor)\n\n",
+		bench_q_spsc.name);
 	bench_table_init(&t, f);
 	ring_table_cols(&t, o, 8);
 	if (bpq >= 0) {
@@ -170,6 +219,8 @@ void ring_print_table(FILE *f, const void *ctx)
 			"\ngeometric mean of batchpipe / best other over %d "
 			"points: %.2f\n",
 			nratio, exp(log_sum / nratio));
+
+	ring_print_ceiling(f, o, r);
 
 	p11 = ring_find_point(o, 1, 1);
 	if (bpq >= 0 && p11 >= 0 && o->npoints > 1) {

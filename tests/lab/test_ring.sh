@@ -63,6 +63,18 @@ for r in d["results"]:
 ' || fail "--json"
 fi
 
+# every queue of this build, each run verified (an adapter that loses or
+# forges items fails here); the optional competitors are in the table or
+# named as missing, with how to get them; the SP/SC ceiling table is there
+"$BPBENCH" ring --runs 1 --ms 3 --points 1x1,2x2 --batches 1,32 \
+	>"$tmp/all" 2>"$tmp/err" || fail "ring, every queue, exited $?: $(tail -3 "$tmp/err")"
+grep -q 'every run verified' "$tmp/err" || fail "every queue: no verification line"
+for q in rte_ring rte_ring-hts rte_ring-rts moodycamel; do
+	grep -q "$q" "$tmp/all" || fail "$q neither compared nor named as missing"
+done
+grep -q '^batchpipe-sp-sc against spsc-ceiling' "$tmp/all" ||
+	fail "no SP/SC ceiling table"
+
 # bad usage: exit status 2, a message on stderr
 for bad in "--bogus" "--runs 0" "--runs" "--points 1y1" "--queues nosuch" \
 	"--csv --json" "--capacity 6" "--name a/b" "stray"; do
