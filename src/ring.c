@@ -57,6 +57,19 @@
  *  The position CASes themselves need no ordering for the data: a claim
  *  does not publish anything. prod.head's reservation CAS is relaxed.
  *
+ * FAST PATHS
+ *
+ * The public enqueue and dequeue calls first try the common case in a
+ * straight line: the batch fits by the cached opposite position, its run
+ * does not cross the end of the slot array, the one claim succeeds at the
+ * first try (and, to enqueue, no high-water mark is kept). Batches of up
+ * to LEAF_MAX items take a leaf path that makes no call (plain loops: at
+ * these sizes a call to the wide runs costs more than it saves); longer
+ * ones take the same path with the wide runs. Whatever the fast path does
+ * not handle starts over on the general path (reserve/publish, take),
+ * which handles everything; the fast path changes nothing before it hands
+ * over, and the orderings are the same as the general path's, (1)-(3).
+ *
  * WAITING
  *
  * Blocking calls sleep on the ring's two eventcounts (src/waitq.h): every
@@ -90,6 +103,9 @@
 #define PUBLIC_FLAGS (BP_RING_SP | BP_RING_SC | BP_RING_HWM)
 #define likely(x)    __builtin_expect(!!(x), 1)
 #define unlikely(x)  __builtin_expect(!!(x), 0)
+#ifndef LEAF_MAX
+#define LEAF_MAX 16u
+#endif
 
 /*
  * One fence per batch orders the relaxed slot accesses (see (1)); under
@@ -398,16 +414,127 @@ static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
 	return k;
 }
 
+/* The general path, out of line: the fast path's fallback. */
+static __attribute__((noinline)) int enqueue_slow(struct bp_ring *r,
+						  void *const *items,
+						  unsigned n, bool bulk,
+						  unsigned *freep)
+{
+	return enqueue(r, items, n, bulk, freep);
+}
+
+/* Out of line, so that the fast paths make no call on their way: wake the
+ * sleepers of q (there are some) and return k. */
+static __attribute__((noinline)) int wake_and_return(struct bpi_waitq *q, int k)
+{
+	if (q->wake_one)
+		bpi_waitq_wake_one_slow(q);
+	else
+		bpi_waitq_wake_all_slow(q);
+	return k;
+}
+
+/* bpi_waitq_wake() for the fast paths: the check inline, the wake not. */
+static BP_ALWAYS_INLINE int wake_fast(struct bpi_waitq *q, int k)
+{
+	/* relaxed: as in bpi_waitq_wake() */
+	if (unlikely(bpi_waitq_has_sleepers(q) &&
+		     (__atomic_load_n(&q->seq, __ATOMIC_RELAXED) & 1)))
+		return wake_and_return(q, k);
+	return k;
+}
+
+/*
+ * The enqueue fast path (see FAST PATHS above): all n items fit by the
+ * cached consumers' position, the run does not cross the end of the slot
+ * array, the claim succeeds at the first try, no high-water mark. Anything
+ * else starts over on the general path; nothing has changed by then.
+ * `wide`: n may be 4 or more, and the runs use the wide (vector) stores;
+ * without it n < 4 and the path is a leaf, which saves the registers the
+ * wide stores would need on every call.
+ */
+static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
+					 unsigned n, bool bulk, unsigned *freep,
+					 bool wide)
+{
+	const unsigned cap = r->capacity;
+	uint64_t ph, ch, pos;
+	uintptr_t bad = 0, tag, *dst;
+	int64_t room;
+	unsigned idx;
+
+	if (unlikely(!items || (r->flags & BP_RING_HWM)))
+		return enqueue_slow(r, items, n, bulk, freep);
+	/* relaxed and acquire: as in reserve() */
+	ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+	ch = atomic_load_explicit(&r->prod_cons_cache, memory_order_acquire);
+	room = (int64_t)cap - ((int64_t)(ph - ch) >> 1);
+	pos = ph >> 1;
+	idx = (unsigned)(pos & r->mask);
+	if (unlikely((ph & CLOSED) || room < (int64_t)n || idx + n > cap))
+		return enqueue_slow(r, items, n, bulk, freep);
+	if (wide)
+		bad = bad_items(items, n);
+	else
+		for (unsigned i = 0; i < n; i++)
+			bad |= (uintptr_t)items[i];
+	if (unlikely(bad & 1))
+		return -EINVAL;
+	if (r->flags & BP_RING_SP)
+		/* relaxed: as in reserve(), the slot stores publish */
+		atomic_store_explicit(&r->prod_head, ph + 2 * (uint64_t)n,
+				      memory_order_relaxed);
+	else if (unlikely(!atomic_compare_exchange_strong_explicit(
+			 &r->prod_head, &ph, ph + 2 * (uint64_t)n,
+			 memory_order_relaxed, memory_order_relaxed)))
+		/* relaxed: the claim orders nothing (as in reserve()) */
+		return enqueue_slow(r, items, n, bulk, freep);
+	/* release: item contents before the slot stores; pairs with (1) */
+	batch_release_fence();
+	tag = lap_tag(r, pos);
+	dst = &r->slots[idx];
+	if (wide)
+		store_run(dst, items, n, tag);
+	else
+		for (unsigned i = 0; i < n; i++)
+			__atomic_store_n(&dst[i], (uintptr_t)items[i] | tag,
+					 SLOT_STORE);
+	if (freep)
+		*freep = (unsigned)(room - (int64_t)n);
+	return wake_fast(&r->not_empty, (int)n);
+}
+
+static __attribute__((noinline)) int enqueue_wide(struct bp_ring *r,
+						  void *const *items,
+						  unsigned n, bool bulk,
+						  unsigned *freep)
+{
+	if (unlikely(n > r->capacity))
+		return enqueue_slow(r, items, n, bulk, freep);
+	return enqueue_fast(r, items, n, bulk, freep, true);
+}
+
+/* n < 4 takes the leaf; more, or 0, the wide path (which sends 0 and
+ * oversized batches on to the general one). */
+static BP_ALWAYS_INLINE int enqueue_entry(struct bp_ring *r, void *const *items,
+					  unsigned n, bool bulk,
+					  unsigned *freep)
+{
+	if (n - 1u < LEAF_MAX)
+		return enqueue_fast(r, items, n, bulk, freep, false);
+	return enqueue_wide(r, items, n, bulk, freep);
+}
+
 int bp_ring_enqueue_bulk(struct bp_ring *r, void *const *items, unsigned n,
 			 unsigned *free_space)
 {
-	return enqueue(r, items, n, true, free_space);
+	return enqueue_entry(r, items, n, true, free_space);
 }
 
 int bp_ring_enqueue_burst(struct bp_ring *r, void *const *items, unsigned n,
 			  unsigned *free_space)
 {
-	return enqueue(r, items, n, false, free_space);
+	return enqueue_entry(r, items, n, false, free_space);
 }
 
 /* --------------------------------------------------------------- dequeue */
@@ -536,16 +663,110 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	return k;
 }
 
+/* The general path, out of line: the fast path's fallback. */
+static __attribute__((noinline)) int dequeue_slow(struct bp_ring *r,
+						  void **items, unsigned n,
+						  bool bulk, unsigned *availp)
+{
+	return dequeue(r, items, n, bulk, availp, true);
+}
+
+/* Nothing ready at cons word ch, out of line: 0, or -EPIPE at the end. */
+static __attribute__((noinline)) int
+dequeue_none(struct bp_ring *r, uint64_t ch, unsigned need, unsigned *availp)
+{
+	int rc = empty_or_eos(r, ch, need);
+
+	if (availp)
+		*availp = left_after(r, ch);
+	return rc;
+}
+
+/*
+ * The dequeue fast path (see FAST PATHS above): the run from the head does
+ * not cross the end of the slot array and the claim succeeds at the first
+ * try; nothing ready, or too little for a bulk, is answered here too.
+ * Anything else starts over on the general path. `wide` as for
+ * enqueue_fast().
+ */
+static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
+					 unsigned n, bool bulk,
+					 unsigned *availp, bool wide)
+{
+	const uintptr_t *src;
+	uintptr_t tag;
+	uint64_t ch, pos;
+	unsigned idx, k;
+
+	if (unlikely(!items))
+		return dequeue_slow(r, items, n, bulk, availp);
+	/* acquire: (3), no slot read may see an item older than a lap */
+	ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
+	pos = ch >> 1;
+	idx = (unsigned)(pos & r->mask);
+	if (unlikely(idx + n > r->capacity))
+		return dequeue_slow(r, items, n, bulk, availp);
+	tag = lap_tag(r, pos);
+	src = &r->slots[idx];
+	if (wide) {
+		k = scan_run(src, items, n, tag);
+	} else {
+		for (k = 0; k < n; k++) {
+			uintptr_t x = __atomic_load_n(&src[k], SLOT_LOAD) ^ tag;
+
+			if (x & 1)
+				break;
+			items[k] = (void *)x;
+		}
+	}
+	if (unlikely(k == 0 || (bulk && k < n)))
+		return dequeue_none(r, ch, bulk ? n : 1, availp);
+	if (r->flags & BP_RING_SC)
+		/* release: our slot reads before any producer's overwrite (2)
+		 */
+		atomic_store_explicit(&r->cons_head, ch + 2 * (uint64_t)k,
+				      memory_order_release);
+	else if (unlikely(!atomic_compare_exchange_strong_explicit(
+			 &r->cons_head, &ch, ch + 2 * (uint64_t)k,
+			 memory_order_release, memory_order_relaxed)))
+		/* release as above; relaxed on failure: we start over */
+		return dequeue_slow(r, items, n, bulk, availp);
+	/* acquire: item contents written before the slots; pairs with (1) */
+	batch_acquire_fence();
+	if (availp)
+		*availp = left_after(r, ch + 2 * (uint64_t)k);
+	return wake_fast(&r->not_full, (int)k);
+}
+
+static __attribute__((noinline)) int dequeue_wide(struct bp_ring *r,
+						  void **items, unsigned n,
+						  bool bulk, unsigned *availp)
+{
+	if (unlikely(n > r->capacity))
+		return dequeue_slow(r, items, n, bulk, availp);
+	return dequeue_fast(r, items, n, bulk, availp, true);
+}
+
+/* As enqueue_entry(). */
+static BP_ALWAYS_INLINE int dequeue_entry(struct bp_ring *r, void **items,
+					  unsigned n, bool bulk,
+					  unsigned *availp)
+{
+	if (n - 1u < LEAF_MAX)
+		return dequeue_fast(r, items, n, bulk, availp, false);
+	return dequeue_wide(r, items, n, bulk, availp);
+}
+
 int bp_ring_dequeue_bulk(struct bp_ring *r, void **items, unsigned n,
 			 unsigned *available)
 {
-	return dequeue(r, items, n, true, available, true);
+	return dequeue_entry(r, items, n, true, available);
 }
 
 int bp_ring_dequeue_burst(struct bp_ring *r, void **items, unsigned n,
 			  unsigned *available)
 {
-	return dequeue(r, items, n, false, available, true);
+	return dequeue_entry(r, items, n, false, available);
 }
 
 /* -------------------------------------------------------------- blocking */
