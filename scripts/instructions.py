@@ -16,7 +16,8 @@ Each is divided by the jobs (items) the benchmark verified. Waits are left
 out because under valgrind threads take turns, so how long a thread spins
 says nothing about the library.
 
-usage: scripts/instructions.py [BUILD_DIR]   (default: build)
+usage: scripts/instructions.py [BUILD_DIR] [--batch B]
+       (default: build, B = 32; the issue's small-batch cases: --batch 1)
 """
 import glob
 import os
@@ -86,12 +87,20 @@ def count(stderr, what):
 
 
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    args = sys.argv[1:]
+    batch = "32"
+    if "--batch" in args:
+        i = args.index("--batch")
+        if i + 1 >= len(args) or not args[i + 1].isdigit():
+            sys.exit("usage: scripts/instructions.py [BUILD_DIR] [--batch B]")
+        batch = args[i + 1]
+        del args[i:i + 2]
+    build = args[0] if args else "build"
     bench = os.path.join(build, "bench", "bpbench")
     with tempfile.TemporaryDirectory() as tmp:
         threads, err = profile(tmp, "pipe", [
             bench, "pipeline", "--sweep-only", "--workers", "2",
-            "--batches", "32", "--waits", "spin-sleep", "--no-latency",
+            "--batches", batch, "--waits", "spin-sleep", "--no-latency",
             "--runs", "1", "--ms", "300", "--work-ns", "0"])
         jobs = count(err, "jobs")
         part = {"producers": 0, "workers": 0, "sink": 0}
@@ -121,7 +130,7 @@ def main():
             sys.exit(f"threads found per role {seen}, want at least {want}: "
                      "the profiles do not look like this benchmark's")
         threads, err = profile(tmp, "ring", [
-            bench, "ring", "--points", "1x1", "--batches", "32",
+            bench, "ring", "--points", "1x1", "--batches", batch,
             "--queues", "batchpipe", "--runs", "1", "--ms", "300",
             "--no-single"])
         items = count(err, "items")
@@ -132,7 +141,7 @@ def main():
     total = sum(part.values())
     if jobs == 0 or items == 0 or total <= 0 or enq <= 0 or deq <= 0:
         sys.exit("a count is zero: the profiles did not match")
-    print("Instructions (valgrind callgrind), B=32")
+    print(f"Instructions (valgrind callgrind), B={batch}")
     print(f"pipeline, 2P/2W unordered, {jobs} jobs: {total / jobs:.1f} "
           "per job = " + ", ".join(f"{k} {v / jobs:.1f}"
                                    for k, v in part.items()))

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 
+#include "src/jobcheck.h"
 #include "src/pipeline_internal.h"
 #include "src/ring_internal.h"
 #include "src/self.h"
@@ -19,6 +20,35 @@ int bpi_ingress_room(void *arg)
 	struct bp_ring *r = arg;
 
 	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
+}
+
+/*
+ * Stamp k jobs with seqs from pos on. Positions wrap modulo 2^63 (SEQ_MASK),
+ * once in 2^63 jobs: the loop without the mask unless this batch crosses.
+ */
+static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
+			 int64_t now)
+{
+	uint64_t seq = pos & SEQ_MASK;
+
+	if (__builtin_expect(seq + k - 1 > SEQ_MASK, 0)) {
+		for (unsigned i = 0; i < k; i++) {
+			js[i]->seq = (seq + i) & SEQ_MASK;
+			js[i]->submit_ns = now;
+			js[i]->status = BP_JOB_OK;
+			js[i]->pipeline_word = JOB_SUBMITTED;
+		}
+		return;
+	}
+#pragma GCC unroll 4
+	for (unsigned i = 0; i < k; i++) {
+		struct bp_job *j = js[i];
+
+		j->seq = seq + i;
+		j->submit_ns = now;
+		j->status = BP_JOB_OK;
+		j->pipeline_word = JOB_SUBMITTED;
+	}
 }
 
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
@@ -35,9 +65,8 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)
 		return -EINVAL;
 	/* validate before reserving: a reservation cannot be handed back */
-	for (unsigned i = 0; i < n; i++)
-		if (!jobs[i] || ((uintptr_t)jobs[i] & 1))
-			return -EINVAL;
+	if (bpi_bad_job_pointers(jobs, n))
+		return -EINVAL;
 	now = bpi_now_ns();
 	deadline = bpi_deadline(now, timeout_ns);
 	while (done < n) {
@@ -48,12 +77,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 			struct bp_job **js = jobs + done;
 
 			/* the position is the seq: stamp, then publish */
-			for (unsigned i = 0; i < (unsigned)k; i++) {
-				js[i]->seq = (pos + i) & SEQ_MASK;
-				js[i]->submit_ns = now;
-				js[i]->status = BP_JOB_OK;
-				js[i]->pipeline_word = JOB_SUBMITTED;
-			}
+			stamp(js, (unsigned)k, pos, now);
 			bpi_ring_publish(p->ingress, pos, (void *const *)js,
 					 (unsigned)k);
 			done += (unsigned)k;

@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "src/jobcheck.h"
 #include "src/pipeline_internal.h"
 #include "src/ring_internal.h"
 #include "src/self.h"
@@ -166,55 +167,6 @@ log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
 }
 
 /*
- * Whether any of n job pointers is NULL or odd, without a branch per job.
- * On x86-64 (user addresses below 2^57): bit 0 of the pointers ORed says
- * "odd"; NULL is the only pointer whose predecessor has the top bit set, so
- * the top bit of the predecessors ORed says "NULL"; four at a time in two
- * SSE2 vectors, about 2 instructions per job where a plain loop took 9
- * (callgrind, B = 32). Elsewhere (top-byte tags on aarch64, 32-bit address
- * spaces) that argument does not hold: the plain, exact loop.
- */
-#if defined(__x86_64__) && defined(__LP64__)
-typedef uintptr_t bpi_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
-
-static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
-{
-	bpi_ptr2 ora = {0, 0}, orb = {0, 0}, lowa = {0, 0}, lowb = {0, 0};
-	uintptr_t or1 = 0, low1 = 0;
-	unsigned i = 0;
-
-	for (; i + 4 <= n; i += 4) {
-		bpi_ptr2 a, b;
-
-		memcpy(&a, jobs + i, sizeof(a));
-		memcpy(&b, jobs + i + 2, sizeof(b));
-		ora |= a;
-		orb |= b;
-		lowa |= a - 1;
-		lowb |= b - 1;
-	}
-	for (; i < n; i++) {
-		or1 |= (uintptr_t)jobs[i];
-		low1 |= (uintptr_t)jobs[i] - 1;
-	}
-	ora |= orb;
-	lowa |= lowb;
-	or1 |= ora[0] | ora[1];
-	low1 |= lowa[0] | lowa[1];
-	return ((or1 & 1) | (low1 >> 63)) != 0;
-}
-#else
-static inline bool bad_pointers(struct bp_job *const *jobs, unsigned n)
-{
-	bool bad = false;
-
-	for (unsigned i = 0; i < n; i++)
-		bad |= !jobs[i] || ((uintptr_t)jobs[i] & 1);
-	return bad;
-}
-#endif
-
-/*
  * Each job is checked and marked in its pipeline_word (a load and a store
  * in the line whose status the stage has just set): a job completed twice,
  * in one call or two, is refused by itself, and the others are accepted,
@@ -232,7 +184,7 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		return -EINVAL;
 	if (!jobs && n)
 		return refuse(w, n, "NULL jobs");
-	if (bad_pointers(jobs, n))
+	if (bpi_bad_job_pointers(jobs, n))
 		return refuse(w, n, "a NULL or odd job pointer");
 	room = in_stage(w);
 	/* done has room for every job the worker may hold (max_inflight) */
