@@ -32,6 +32,11 @@ static inline bool bpi_bad_job_pointers(struct bp_job *const *jobs, unsigned n)
 	uintptr_t or1 = 0, low1 = 0;
 	unsigned i = 0;
 
+	if (n < 4) { /* the one-job batches of small B: no vector set-up */
+		for (; i < n; i++)
+			or1 |= ((uintptr_t)jobs[i] & 1) | !jobs[i];
+		return or1 != 0;
+	}
 	for (; i + 4 <= n; i += 4) {
 		bpi_ptr2 a, b;
 
