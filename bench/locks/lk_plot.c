@@ -102,10 +102,10 @@ static void lk_sprintf(struct lk_script *s, const char *fmt, ...)
 }
 
 /* one colour per variant in the best-B plot (gnuplot's default repeats) */
-#define LK_NCOLOURS 10
+#define LK_NCOLOURS 11
 static const char *const lk_colours[LK_NCOLOURS] = {
-	"#000000", "#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22",
-	"#8c564b", "#9467bd", "#17becf", "#1f77b4", "#2ca02c",
+	"#000000", "#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#8c564b",
+	"#9467bd", "#17becf", "#1f77b4", "#e377c2", "#2ca02c",
 };
 
 static void lk_axes(struct lk_script *s, const struct lk_opts *o, double ymin,

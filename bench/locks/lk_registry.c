@@ -14,6 +14,7 @@ const struct lk_variant *const lk_variants[] = {
 	&lk_ck_ring,
 	&lk_urcu_wfcq,
 	&lk_batchpipe_ring,
+	&lk_plain_lockfree, /* not batchpipe's: the same step by hand */
 	&lk_batchpipe_pipeline,
 	NULL,
 };

@@ -86,11 +86,32 @@ static int lk_find_var(const struct lk_opts *o, const struct lk_variant *v)
 	return -1;
 }
 
+/*
+ * One thread count's headline: the best batchpipe variant against mutex and
+ * against plain-lockfree (the same design written by hand for this job), and
+ * batchpipe-pipeline against batchpipe-ring (what the pipeline costs over
+ * the ring it is built on). Each variant at its best B; NaN (B index -1)
+ * where it did not run.
+ */
 struct lk_headline {
 	int best_v, best_b; /* -1: no batchpipe variant ran */
-	double best, mutex, pipeline;
-	int pipeline_b;
+	double best, mutex, pipeline, plain, ring;
+	int pipeline_b, plain_b, ring_b;
 };
+
+/* v's best median at thread index t and its B index, or NaN and -1 */
+static double lk_best_of(const struct lk_opts *o, const struct lk_results *r,
+			 int v, int t, int *b)
+{
+	*b = -1;
+	return v >= 0 ? lk_best(o, r, v, t, b) : NAN;
+}
+
+/* a / b, NaN unless both are measured and b > 0 */
+static double lk_ratio(double a, double b)
+{
+	return isnan(a) || !(b > 0) ? NAN : a / b;
+}
 
 static void lk_headline(const struct lk_opts *o, const struct lk_results *r,
 			int t, struct lk_headline *h)
@@ -98,8 +119,8 @@ static void lk_headline(const struct lk_opts *o, const struct lk_results *r,
 	int mv = lk_find_var(o, &lk_mutex),
 	    pv = lk_find_var(o, &lk_batchpipe_pipeline), b;
 
-	h->best_v = h->best_b = h->pipeline_b = -1;
-	h->best = h->mutex = h->pipeline = NAN;
+	h->best_v = h->best_b = -1;
+	h->best = NAN;
 	for (int v = 0; v < o->nvars; v++) {
 		double m;
 
@@ -112,10 +133,12 @@ static void lk_headline(const struct lk_opts *o, const struct lk_results *r,
 			h->best_b = b;
 		}
 	}
-	if (mv >= 0)
-		h->mutex = lk_best(o, r, mv, t, &b);
-	if (pv >= 0)
-		h->pipeline = lk_best(o, r, pv, t, &h->pipeline_b);
+	h->mutex = lk_best_of(o, r, mv, t, &b);
+	h->pipeline = lk_best_of(o, r, pv, t, &h->pipeline_b);
+	h->plain = lk_best_of(o, r, lk_find_var(o, &lk_plain_lockfree), t,
+			      &h->plain_b);
+	h->ring = lk_best_of(o, r, lk_find_var(o, &lk_batchpipe_ring), t,
+			     &h->ring_b);
 }
 
 static void lk_print_headlines(FILE *f, const struct lk_opts *o,
@@ -139,6 +162,10 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 			lk_B(o, o->vars[h.best_v], h.best_b), h.best);
 		if (!isnan(h.mutex) && h.mutex > 0)
 			fprintf(f, " = %.0fx mutex", h.best / h.mutex);
+		if (!isnan(lk_ratio(h.best, h.plain)))
+			fprintf(f, " = %.2fx %s (B=%u %.2f M/s)",
+				h.best / h.plain, lk_plain_lockfree.name,
+				o->batches[h.plain_b], h.plain);
 		if (!isnan(ceil))
 			fprintf(f, " = %.0f %% of the ceiling (%.2f M/s)",
 				lk_pct_ceiling(o, r, h.best_v, t, h.best_b),
@@ -159,6 +186,11 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 			if (!isnan(ceil))
 				fprintf(f, " = %.0f %% of the ceiling",
 					100 * h.pipeline / ceil);
+			if (!isnan(lk_ratio(h.pipeline, h.ring)))
+				fprintf(f, " = %.2fx %s (B=%u)",
+					h.pipeline / h.ring,
+					lk_batchpipe_ring.name,
+					o->batches[h.ring_b]);
 			fprintf(f, ")");
 		}
 		fprintf(f, "\n");
@@ -356,6 +388,15 @@ static void lk_json_num(FILE *f, double x)
 		fprintf(f, "null");
 }
 
+/* ,"key":B of a batched variant's B index, or null for -1 */
+static void lk_json_b(FILE *f, const struct lk_opts *o, const char *key, int b)
+{
+	if (b >= 0)
+		fprintf(f, ",\"%s\":%u", key, o->batches[b]);
+	else
+		fprintf(f, ",\"%s\":null", key);
+}
+
 static void lk_write_json(FILE *f, const struct lk_opts *o,
 			  const struct lk_results *r)
 {
@@ -398,11 +439,7 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 		lk_json_num(f, h.mutex > 0 ? h.best / h.mutex : NAN);
 		fprintf(f, ",\"pipeline_mps\":");
 		lk_json_num(f, h.pipeline);
-		if (h.pipeline_b >= 0)
-			fprintf(f, ",\"pipeline_B\":%u",
-				o->batches[h.pipeline_b]);
-		else
-			fprintf(f, ",\"pipeline_B\":null");
+		lk_json_b(f, o, "pipeline_B", h.pipeline_b);
 		fprintf(f, ",\"ceiling_mps\":");
 		lk_json_num(f, lk_ceiling(o, o->threads[t]));
 		fprintf(f, ",\"best_pct_of_ceiling\":");
@@ -421,6 +458,16 @@ static void lk_write_json(FILE *f, const struct lk_opts *o,
 				       ? lk_median_of(r, r->jobpct, h.best_v, t,
 						      h.best_b)
 				       : NAN);
+		fprintf(f, ",\"plain_mps\":");
+		lk_json_num(f, h.plain);
+		lk_json_b(f, o, "plain_B", h.plain_b);
+		fprintf(f, ",\"best_over_plain\":");
+		lk_json_num(f, lk_ratio(h.best, h.plain));
+		fprintf(f, ",\"ring_mps\":");
+		lk_json_num(f, h.ring);
+		lk_json_b(f, o, "ring_B", h.ring_b);
+		fprintf(f, ",\"pipeline_over_ring\":");
+		lk_json_num(f, lk_ratio(h.pipeline, h.ring));
 		fprintf(f, "}");
 	}
 	fprintf(f, "],\n\"medians\":[");

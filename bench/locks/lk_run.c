@@ -37,9 +37,10 @@
  * does, by setting BPBENCH_LOCKS_FAULT (it exists for that test only):
  *  drop        the consumer drops one result per run without counting it
  *  miscompute  one worker per run returns one wrong result
- * Read once, at the first run; the queue variants only (batchpipe-pipeline
- * has its own consumer). Unset or empty: no fault, and the hot loops pay one
- * predictable branch on a value that never changes.
+ * Read once, at the first run; the queue variants only (the `run` variants,
+ * batchpipe-pipeline and plain-lockfree, have threads of their own). Unset or
+ * empty: no fault, and the hot loops pay one predictable branch on a value that
+ * never changes.
  */
 enum lk_fault { LK_FAULT_NONE, LK_FAULT_DROP, LK_FAULT_MISCOMPUTE };
 

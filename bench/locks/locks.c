@@ -7,11 +7,13 @@
  * N worker threads run `while (job = next_job()) emit(process(job))`; one
  * consumer thread receives the results. The variants (locks/lk_*.c) differ
  * only in how jobs and results move: a mutex, batches of results under the
- * mutex, spinlocks on the job source, lock-free queues at both ends, and
- * batchpipe's own pipeline. One run, its closed loop and its verification
- * are in locks/lk_run.c; the work per job in locks/lk_calibrate.c; the
- * compute-ceiling run beside every point in locks/lk_ceiling.c; what is
- * printed and written in locks/lk_report.c and locks/lk_plot.c.
+ * mutex, spinlocks on the job source, lock-free queues at both ends, the
+ * same lock-free design written by hand for this one job (an atomic counter
+ * and a single-producer ring per worker), and batchpipe's own pipeline. One
+ * run, its closed loop and its verification are in locks/lk_run.c; the work per
+ * job in locks/lk_calibrate.c; the compute-ceiling run beside every point in
+ * locks/lk_ceiling.c; what is printed and written in locks/lk_report.c and
+ * locks/lk_plot.c.
  *
  * Throughput = results the consumer received in the window / the window.
  * Interleaving: for each run index, every (variant, threads, B) point once,

@@ -21,9 +21,9 @@
  * Every call returns the count moved (take: 0 .. max; emit / give: 1 .. n,
  * or 0 for "no room now, retry") or a negative errno, which is fatal.
  *
- * A variant with a `run` op (the pipeline) has threads of its own and runs
- * the whole closed loop itself; it fills the same outcome, which the
- * experiment verifies the same way.
+ * A variant with a `run` op (the pipeline, plain-lockfree) has threads of
+ * its own and runs the whole closed loop itself; it fills the same outcome,
+ * which the experiment verifies the same way.
  */
 #ifndef BPBENCH_LOCKS_H
 #define BPBENCH_LOCKS_H
@@ -115,7 +115,7 @@ static inline int64_t lk_process_cpu_ns(void)
 extern const struct lk_variant lk_mutex, lk_mutex_batched;
 extern const struct lk_variant lk_tas, lk_pthread_spin, lk_ck_ticket, lk_ck_mcs;
 extern const struct lk_variant lk_ck_ring, lk_urcu_wfcq, lk_batchpipe_ring;
-extern const struct lk_variant lk_batchpipe_pipeline;
+extern const struct lk_variant lk_plain_lockfree, lk_batchpipe_pipeline;
 extern const struct lk_variant *const lk_variants[];
 
 const struct lk_variant *lk_variant_find(const char *name);

@@ -3,7 +3,8 @@
 # bpbench locks with tiny parameters: the CSV is well formed and covers
 # every variant with positive numbers, --out writes CSV, JSON (with its
 # keys) and two PNGs, a run with a fault injected fails its verification,
-# and a bad value is exit 2. Trivial jobs and a small
+# plain-lockfree (threads of its own) runs verified with its in-flight limit
+# binding, the headline gives its ratios, and a bad value is exit 2. Trivial jobs and a small
 # --work-ns. Never asserts a timing. Exit 0 pass, 77 skip (no gnuplot),
 # else fail.
 set -u
@@ -81,8 +82,15 @@ for h in d["headline"]:
     for k in ("threads", "best_batchpipe", "best_B", "best_mps",
               "mutex_mps", "ratio", "pipeline_mps"):
         assert k in h, "headline key %s missing" % k
+    for k in ("plain_mps", "plain_B", "best_over_plain", "ring_mps",
+              "ring_B", "pipeline_over_ring"):
+        assert k in h, "headline key %s missing" % k
+    # plain-lockfree is not batchpipe's: never the best batchpipe variant
     assert h["best_batchpipe"] in ("batchpipe-ring", "batchpipe-pipeline")
     assert h["best_mps"] > 0 and h["mutex_mps"] > 0 and h["ratio"] > 0
+    assert h["plain_mps"] > 0 and h["plain_B"] in (1, 8)
+    assert abs(h["best_over_plain"] - h["best_mps"] / h["plain_mps"]) < 1e-3
+    assert h["ring_mps"] > 0 and h["pipeline_over_ring"] > 0
 PY
 	for png in lk-threads.png lk-best.png; do
 		f="$out/$png"
@@ -104,6 +112,28 @@ for fault in drop miscompute; do
 	grep -q "VERIFY FAILED: batchpipe-ring" "$tmp/fault.err" ||
 		fail "fault $fault: no VERIFY FAILED ($(tail -n 1 "$tmp/fault.err"))"
 done
+
+# plain-lockfree runs its own threads: once more, alone, tiny, at more workers
+# than this machine's CPUs and with a pool of two batches, so that its limit
+# on the jobs in flight binds all the time; bpbench verifies the run (issued
+# == received + left over, the checksum) and exits 1 on a failure
+"$BPBENCH" locks --variants plain-lockfree --threads 16 --batches 8 \
+	--runs 1 --ms 20 --pool 16 --csv >"$tmp/plain.csv" 2>"$tmp/plain.err" ||
+	fail "plain-lockfree: exit $? ($(tail -n 1 "$tmp/plain.err"))"
+grep -q "every run verified" "$tmp/plain.err" ||
+	fail "plain-lockfree: not verified ($(tail -n 1 "$tmp/plain.err"))"
+awk -F, 'NR == 2 && $1 == "plain-lockfree" && $2 == 16 && $3 == 8 && $5 > 0 {
+	ok = 1 } END { exit !(ok && NR == 2) }' "$tmp/plain.csv" ||
+	fail "plain-lockfree: CSV is '$(cat "$tmp/plain.csv")'"
+# the headline's ratios: best batchpipe / plain-lockfree, pipeline / ring
+"$BPBENCH" locks --variants batchpipe-ring,batchpipe-pipeline,plain-lockfree \
+	--threads 2 --batches 8 --runs 1 --ms 20 --pool 256 \
+	>"$tmp/ratios.txt" 2>"$tmp/ratios.err" ||
+	fail "ratios: exit $? ($(tail -n 1 "$tmp/ratios.err"))"
+grep -q "^2 threads, trivial: best batchpipe variant = .* = [0-9.]*x plain-lockfree (B=8 " \
+	"$tmp/ratios.txt" || fail "headline lacks best / plain-lockfree"
+grep -q "(batchpipe-pipeline: .* = [0-9.]*x batchpipe-ring (B=8))" \
+	"$tmp/ratios.txt" || fail "headline lacks pipeline / ring"
 
 # bad usage: exit 2 with a message and the usage
 for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
