@@ -2,8 +2,8 @@
 /*
  * bpbench - batchpipe's benchmark driver: the table of subcommands and the
  * dispatch to one of them. Each experiment lives in a folder of its own
- * (ring/, pipeline/, sweep/, locks/, rdma/), the harness they share in lab/,
- * the queues that ring/ and pipeline/ compare in queues/ (see README.md).
+ * (ring/, pipeline/, sweep/, locks/, app/, rdma/), the harness they share in
+ * lab/, the queues that ring/ and pipeline/ compare in queues/ (see README.md).
  */
 #include "lab/bpbench.h"
 
@@ -25,6 +25,8 @@ static const struct bench_subcommand bench_subcommands[] = {
 	{"sweep", bench_sweep_main, "batch-size sweeps of another subcommand"},
 	{"locks", bench_locks_main,
 	 "mutex vs spinlock vs lock-free job hand-offs (the 150x write-up)"},
+	{"app", bench_app_main,
+	 "a user's app: 4 producers, CRC32C of 256-byte jobs, ordered sink"},
 #if BP_HAVE_RDMA
 	{"rdma", bench_rdma_main,
 	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},

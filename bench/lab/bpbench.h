@@ -45,6 +45,7 @@ int bench_ring_main(int argc, char **argv);
 int bench_pipeline_main(int argc, char **argv);
 int bench_sweep_main(int argc, char **argv);
 int bench_locks_main(int argc, char **argv);
+int bench_app_main(int argc, char **argv);
 /* Built only with the RDMA stage (BP_HAVE_RDMA in bp_config.h). */
 int bench_rdma_main(int argc, char **argv);
 int bench_rdma_fill_main(int argc, char **argv);

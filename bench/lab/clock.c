@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clock.c - the benchmarks' clock (CLOCK_MONOTONIC), the thread CPU clock and
- * a sleep that survives signals.
+ * clock.c - the benchmarks' clock (CLOCK_MONOTONIC), the thread and process
+ * CPU clocks and a sleep that survives signals.
  */
 #include "lab/clock.h"
 
@@ -21,6 +21,14 @@ int64_t bench_thread_cpu_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t bench_process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

@@ -30,7 +30,8 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
-#include <time.h>
+
+#include "lab/clock.h"
 
 /* the batch size B applies: results (and, lock-free, jobs) move B at a time */
 #define LK_BATCHED 0x1u
@@ -105,10 +106,7 @@ struct lk_variant {
 /* CPU time of every thread of this process, ns. */
 static inline int64_t lk_process_cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return bench_process_cpu_ns();
 }
 
 /* The variants (lk_*.c), in display order; NULL-terminated (lk_registry.c). */
