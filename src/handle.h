@@ -23,9 +23,10 @@ struct bp_producer {
 	uint64_t batch_end;	   /* head_seen + max_batch: flush */
 	uint64_t claim_seen;	   /* the claim word then, or CLAIM_STALE */
 	int64_t due_ns;		   /* job head_seen's staging time + deadline */
-	bool fence;		   /* no membarrier: fence per job */
-	_Atomic uint64_t tail;	   /* owner: release per job; claimers read */
-	_Atomic uint64_t claim;	   /* head << CLAIM_SHIFT | CLAIM_* */
+	int64_t now_ns;		/* the owner's last clock read (see submit) */
+	bool fence;		/* no membarrier: fence per job */
+	_Atomic uint64_t tail;	/* owner: release per job; claimers read */
+	_Atomic uint64_t claim; /* head << CLAIM_SHIFT | CLAIM_* */
 	/*
 	 * The tail a flusher or drain claim saw. On a closed handle: drain
 	 * submits every staged job below it (an owner whose job is below it

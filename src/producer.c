@@ -18,6 +18,9 @@
 #include "src/self.h"
 #include "src/wait_internal.h"
 
+/* bp_producer_submit reads the clock once per this many jobs (a power of 2) */
+#define CLOCK_EVERY 8
+
 /* The owner's view of head, and where the buffer is full from it. */
 static inline void saw_head(struct bp_producer *pr, uint64_t h)
 {
@@ -212,6 +215,18 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
 	pr->batch_end = h + atomic_load_explicit(&p->live_max_batch,
 						 memory_order_relaxed);
+	if (h == t) {
+		/*
+		 * This job starts a batch, and its stamp may be an older read
+		 * (somebody else's flush emptied the buffer since the owner's
+		 * last look). Stamp it afresh, once per batch: a later time,
+		 * so a claimer that read the old one only flushes early.
+		 * release: as the stamp in bp_producer_submit.
+		 */
+		now = pr->now_ns = bpi_now_ns();
+		atomic_store_explicit(&pr->stage_ns[t & pr->mask], now,
+				      memory_order_release);
+	}
 	/* relaxed: the owner's own store */
 	pr->due_ns =
 		bpi_deadline(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
@@ -266,7 +281,18 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 		if (rc < 0)
 			return rc;
 	}
-	now = bpi_now_ns();
+	/*
+	 * The clock, read for the first job of a batch as the owner sees it
+	 * and then once per CLOCK_EVERY jobs (a read costs tens of ns on some
+	 * machines, more than the rest of this call): a job is stamped with
+	 * the last read, at most CLOCK_EVERY - 1 jobs old, so its age is
+	 * over-, never under-stated and a deadline flush can only come
+	 * early. claim_changed() reads it afresh when this job turns out to
+	 * start a batch after a flush by somebody else.
+	 */
+	if (t == pr->head_seen || (t & (CLOCK_EVERY - 1)) == 0)
+		pr->now_ns = bpi_now_ns();
+	now = pr->now_ns;
 	at = (unsigned)(t & pr->mask);
 	pr->slots[at] = job;
 	/* release: the flusher reads it before re-checking claim (seqlock) */
