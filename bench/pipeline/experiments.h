@@ -8,6 +8,9 @@
  *                latency phase
  *   idle.c       idle CPU of a pipeline with nothing to do
  *   ring_ref.c   the ring reference (bp_ring 1x1, burst B)
+ *   plain.c      the plain variant: the same jobs through hand-written
+ *                rings and waits, no library (plain_rings.h,
+ *                plain_wait.h)
  *   handoff.c    the cross-core hand-off floor
  *   wakefloor.c  the wake-up floor without the library
  *   report.c     the tables and the CSV
@@ -32,6 +35,9 @@ void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 /* % of one core that an idle pipeline uses over ms */
 double pb_idle_once(const struct pb_opts *o, struct pb_producer *prod, int wait,
 		    unsigned ms);
+/* M jobs/s through the plain variant (P producers, W workers, B, wait) */
+double pb_plain_once(const struct pb_opts *o, struct pb_producer *prod,
+		     unsigned P, unsigned W, unsigned B, int wait, unsigned ms);
 /* M items/s through bp_ring MPMC 1x1, burst B, over ms */
 double pb_ring_once(const struct pb_opts *o, unsigned B, unsigned ms);
 /* ns one way, a cache line ping-ponged `rounds` times */

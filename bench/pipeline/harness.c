@@ -126,9 +126,10 @@ static void pb_sink_bad(struct pb_run *run, const struct pb_job *j,
 	if (run->sink.bad++)
 		return; /* the first one tells the story */
 	fprintf(stderr,
-		"bpbench pipeline: VERIFY FAILED: P=%u W=%u B=%u %s%s: sink "
-		"got job %p (producer %u, pseq %" PRIu64 ", seq %" PRIu64
+		"bpbench pipeline: VERIFY FAILED: %s%sP=%u W=%u B=%u %s%s: "
+		"sink got job %p (producer %u, pseq %" PRIu64 ", seq %" PRIu64
 		", status %d): %s\n",
+		run->variant ? run->variant : "", run->variant ? " " : "",
 		run->P, run->W, run->B, pb_waits[run->wait].name,
 		run->ordered ? " ordered" : "", (const void *)j, j->producer,
 		j->pseq, j->hdr.seq, j->hdr.status, why);
@@ -382,7 +383,8 @@ void pb_pipeline_up(struct pb_run *run)
 
 /*
  * After a run: every job accounted for, and every job back in its pool.
- * st: the pipeline's statistics, NULL for a run without a pipeline.
+ * st: the pipeline's statistics, NULL for a run without a pipeline (alone,
+ * or the plain variant, which names itself in run->variant).
  */
 void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 {
@@ -390,7 +392,11 @@ void pb_verify(struct pb_run *run, const struct bp_pipeline_stats *st)
 	uint64_t want_total = 0, bad = s->bad;
 	char what[96];
 
-	if (st)
+	if (run->variant)
+		snprintf(what, sizeof(what), "%s P=%u W=%u B=%u %s",
+			 run->variant, run->P, run->W, run->B,
+			 pb_waits[run->wait].name);
+	else if (st)
 		snprintf(what, sizeof(what), "P=%u W=%u B=%u %s%s%s", run->P,
 			 run->W, run->B, pb_waits[run->wait].name,
 			 run->ordered ? " ordered" : "",

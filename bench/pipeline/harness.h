@@ -28,7 +28,7 @@
 #define PB_MAX_BATCHES	 8
 #define PB_MAX_RUNS	 100
 #define PB_MAX_PRODUCERS 64
-#define PB_MAX_POINTS	 256
+#define PB_MAX_POINTS	 512
 #define PB_NWAITS	 3
 #define PB_SINK_CHUNK	 256
 /* a blocked producer re-checks the stop flag this often */
@@ -60,7 +60,7 @@ struct pb_opts {
 	int nbatches;
 	int waits[PB_NWAITS];
 	int nwaits;
-	int pin, latency, sweep_only;
+	int pin, latency, sweep_only, plain;
 	int lat_set, wake_set, idle_set; /* given: --quick leaves them */
 };
 
@@ -143,6 +143,7 @@ struct pb_run {
 	int64_t lat_until_ns; /* latency: stop sampling after this */
 	int64_t gap_ns;	      /* latency: idle time before each job */
 	unsigned prod_wait;   /* how producers wait for free jobs */
+	const char *variant;  /* in messages: NULL = the pipeline (or alone) */
 	pthread_barrier_t start;
 	struct pb_sink_state sink;
 	atomic_int stop __attribute__((aligned(BENCH_CACHELINE)));

@@ -11,9 +11,13 @@
  * .. drain returned). Points: workers x B x wait strategy (one strategy for
  * worker_wait, sink_wait, producer_wait and the producers' free-job wait),
  * unordered; the ordered variant at 2 workers for every B; jobs that each do
- * --work-ns of arithmetic; and the ring reference: one producer and one
+ * --work-ns of arithmetic; the ring reference: one producer and one
  * consumer thread over a bp_ring MPMC of capacity 4096, burst B, pinned to
- * two CPUs (bpbench ring's batchpipe 1x1 point, same retry policy).
+ * two CPUs (bpbench ring's batchpipe 1x1 point, same retry policy); and the
+ * plain variant (plain.c) at every unordered (W, B, wait) point: the same
+ * jobs, stage work and sink checks through the design a good engineer
+ * writes by hand for this job alone, no library (not with --no-plain or
+ * --sweep-only).
  *
  * Interleaving: for each run index every point runs once, in a freshly
  * shuffled order. Tables show medians over runs; ratios are medians of the
@@ -77,6 +81,10 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 			else if (p->kind == PB_ALONE)
 				res.mjobs =
 					pb_alone_once(o, prod, p->B, o->a.ms);
+			else if (p->kind == PB_PLAIN)
+				res.mjobs = pb_plain_once(o, prod, o->producers,
+							  p->W, p->B, p->wait,
+							  o->a.ms);
 			else
 				res = pb_run_once(o, prod, o->producers, p->W,
 						  p->B, p->wait, p->ordered,
@@ -202,6 +210,13 @@ static int pb_set_sweep_only(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int pb_set_no_plain(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->plain = 0;
+	return 0;
+}
+
 static int pb_set_pin(struct bench_args *a, const char *arg)
 {
 	(void)arg;
@@ -235,9 +250,13 @@ static const struct bench_opt pb_options[] = {
 	 "idle-CPU window (default 1000; --quick: 500)"},
 	{"no-latency", NULL, pb_set_no_latency,
 	 "skip latency, wake-up, idle, hand-off and the wake floor"},
+	{"no-plain", NULL, pb_set_no_plain,
+	 "skip the plain variant (the hand-written design with\n"
+	 "no library, run at every unordered W x B x wait point)"},
 	{"sweep-only", NULL, pb_set_sweep_only,
 	 "only workers x batches x waits, unordered: no ordered,\n"
-	 "ring, work or headline points (for profiling one point)"},
+	 "ring, work, plain or headline points (for profiling one\n"
+	 "point)"},
 	{"pin", NULL, pb_set_pin,
 	 "pin producers, workers and the sink round-robin\n"
 	 "(default: only the ring reference and the hand-off\n"
@@ -260,7 +279,7 @@ static const struct bench_opt pb_options[] = {
 	BENCH_OPT_CSV("CSV on stdout: producers,workers,B,wait,ordered,run,\n"
 		      "Mjobs_per_s,p50_us,p99_us (p50/p99: bp_pipeline_stats "
 		      "of\nthe run), then tagged blocks ring1x1, alone, work, "
-		      "latency,\nhandoff, wakefloor"),
+		      "latency,\nhandoff, wakefloor, plain"),
 	BENCH_OPT_OUT,
 	BENCH_OPT_NAME,
 	BENCH_OPT_HELP,
@@ -271,8 +290,9 @@ static const struct bench_cmd pb_cmd = {
 	.name = "pipeline",
 	.about = "End-to-end throughput and latency of bp_pipeline (producers "
 		 "-> workers -> sink),\ninterleaved runs, medians; the bp_ring "
-		 "1x1 reference in the same runs; low-load\nand wake-up "
-		 "latency, idle CPU and the cross-core hand-off time.\n",
+		 "1x1 reference and the plain hand-written variant (no "
+		 "library) in the\nsame runs; low-load and wake-up latency, "
+		 "idle CPU and the cross-core hand-off\ntime.\n",
 	.opts = pb_options,
 	.epilog = "Progress goes to stderr. Exit status: 0 ok, 1 a run failed "
 		  "its\nverification, 2 bad usage.\n",
@@ -294,6 +314,7 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	o->wake_gap_us = 5000;
 	o->idle_ms = 1000;
 	o->latency = 1;
+	o->plain = 1;
 	o->nworkers = bench_parse_uints("1,2,4,8,16", o->workers, PB_MAX_WLIST,
 					1, BP_MAX_WORKERS);
 	o->nbatches = bench_parse_uints("1,8,32,128", o->batches,

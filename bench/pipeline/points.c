@@ -55,6 +55,11 @@ void pb_build_points(const struct pb_opts *o, struct pb_results *r)
 		for (int w = 0; w < o->nworkers; w++)
 			pb_add(r, PB_WORK, o->workers[w], PB_HEAD_B,
 			       PB_HEAD_WAIT, false);
+	/* the plain twin of every unordered trivial point, headline too */
+	for (int i = 0, n = r->npoints; o->plain && i < n; i++)
+		if (r->pt[i].kind == PB_PIPE && !r->pt[i].ordered)
+			pb_add(r, PB_PLAIN, r->pt[i].W, r->pt[i].B,
+			       r->pt[i].wait, false);
 }
 
 double *pb_cell(const struct pb_results *r, double *a, int run, int i)

@@ -10,8 +10,12 @@
 
 #include "pipeline/harness.h"
 
-/* PB_ALONE: the benchmark's own per-job work in one thread, no pipeline */
-enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE };
+/*
+ * PB_ALONE: the benchmark's own per-job work in one thread, no pipeline;
+ * PB_PLAIN: the same jobs through the plain hand-written design (plain.c),
+ * the twin of every unordered PB_PIPE point
+ */
+enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE, PB_PLAIN };
 
 struct pb_point {
 	enum pb_kind kind;

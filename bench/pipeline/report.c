@@ -6,6 +6,7 @@
 #include "pipeline/experiments.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -39,6 +40,21 @@ static void pb_cell_latency(const struct pb_results *r, int i, char *buf,
 		 pb_med_pt(r, r->p50, i, NULL, NULL),
 		 pb_med_pt(r, r->p99, i, NULL, NULL));
 	snprintf(buf, len, "%18s", cell);
+}
+
+/* Pipeline / plain at point i: median of per-run ratios, then the plain
+ * variant's median M jobs/s [min-max]. */
+static void pb_cell_plain(const struct pb_results *r, int i, char *buf,
+			  size_t len)
+{
+	const struct pb_point *p = i < 0 ? NULL : &r->pt[i];
+	int j = p ? pb_find(r, PB_PLAIN, p->W, p->B, p->wait, false) : -1;
+	double lo, hi, m = pb_med_pt(r, r->mj, j, &lo, &hi);
+	char range[32];
+
+	snprintf(range, sizeof(range), "[%.1f-%.1f]", lo, hi);
+	snprintf(buf, len, "%6.3f %7.2f %-13s", pb_med_ratio(r, i, j), m,
+		 range);
 }
 
 /* One table per wait strategy: a row per worker count, a column per B. */
@@ -96,6 +112,25 @@ static void pb_print_grids(FILE *f, const struct pb_report *rep)
 		"bp_pipeline_stats (bucket\nupper bounds; at saturation this "
 		"is queueing in the bounded rings):\nmedian p50 / p99, us\n");
 	pb_print_grid(f, o, r, 18, pb_cell_latency);
+}
+
+/* The pipeline against the plain hand-written variant, per wait, W, B. */
+static void pb_print_plain(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+
+	if (!o->plain || o->sweep_only)
+		return;
+	fprintf(f,
+		"\nPipeline / plain: the same jobs, stage work and sink checks "
+		"through the design a\ngood engineer writes by hand for this "
+		"job alone, no library (pipeline/plain.c:\na lane per "
+		"producer, one CAS per worker batch, a cached-index SP/SC "
+		"result\nring per worker, a futex word per sleeper). Cell: "
+		"median of per-run ratios\npipeline / plain, then plain's "
+		"median M jobs/s [min-max]\n");
+	pb_print_grid(f, o, r, 28, pb_cell_plain);
 }
 
 /* What ordered output costs against unordered, per B. */
@@ -341,6 +376,113 @@ static void pb_print_headline_latency(FILE *f, const struct pb_report *rep)
 		pb_med(r->floor_p99, r->runs, 1, 0, NULL, NULL));
 }
 
+/* The W of the plain targets (the issue's list) */
+static const unsigned pb_plain_ws[] = {1, 2, 4, 16};
+#define PB_NPLAIN_WS (sizeof(pb_plain_ws) / sizeof(pb_plain_ws[0]))
+
+/* Pipeline / plain at spin-sleep, (W, B): median of per-run ratios. */
+static double pb_plain_ratio(const struct pb_results *r, unsigned W, unsigned B)
+{
+	return pb_med_ratio(r, pb_find(r, PB_PIPE, W, B, PB_HEAD_WAIT, false),
+			    pb_find(r, PB_PLAIN, W, B, PB_HEAD_WAIT, false));
+}
+
+/*
+ * The B of the plain points at the headline's wait in [bmin, bmax],
+ * ascending (the --batches in range, and the headline's B=32 if in
+ * range); returns how many.
+ */
+static int pb_plain_bs(const struct pb_results *r, unsigned bmin, unsigned bmax,
+		       unsigned *bs)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->npoints; i++) {
+		const struct pb_point *p = &r->pt[i];
+		int k = n;
+
+		if (p->kind != PB_PLAIN || p->wait != PB_HEAD_WAIT ||
+		    p->B < bmin || p->B > bmax)
+			continue;
+		while (k > 0 && bs[k - 1] > p->B)
+			k--;
+		if (k > 0 && bs[k - 1] == p->B)
+			continue;
+		memmove(&bs[k + 1], &bs[k], sizeof(*bs) * (size_t)(n - k));
+		bs[k] = p->B;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * One headline target: pipeline / plain >= target for every W of the
+ * issue and every measured B in [bmin, bmax]. The verdict line, then the
+ * numbers, a line per B. met only when every one was measured and meets.
+ */
+static void pb_print_plain_target(FILE *f, const struct pb_report *rep,
+				  unsigned bmin, unsigned bmax, double target)
+{
+	const struct pb_results *r = rep->r;
+	unsigned bs[PB_MAX_POINTS], worst_w = 0, worst_b = 0;
+	int nb = pb_plain_bs(r, bmin, bmax, bs), measured = 0, below = 0;
+	int cells = nb * (int)PB_NPLAIN_WS;
+	double worst = INFINITY;
+
+	for (int b = 0; b < nb; b++)
+		for (size_t k = 0; k < PB_NPLAIN_WS; k++) {
+			double v = pb_plain_ratio(r, pb_plain_ws[k], bs[b]);
+
+			if (isnan(v))
+				continue;
+			measured++;
+			below += v < target;
+			if (v < worst) {
+				worst = v;
+				worst_w = pb_plain_ws[k];
+				worst_b = bs[b];
+			}
+		}
+	fprintf(f,
+		"   B%s%u, target >= %.2f: ", bmin == bmax ? "=" : ">=", bmin,
+		target);
+	if (!measured)
+		fprintf(f, "n/a (not measured)\n");
+	else if (below)
+		fprintf(f, "MISSED: %d of %d below, worst %.3f (W=%u B=%u)\n",
+			below, measured, worst, worst_w, worst_b);
+	else /* n/a: every one measured meets it, but not all were */
+		fprintf(f, "%s: %d of %d below, worst %.3f (W=%u B=%u)\n",
+			measured < cells ? "n/a" : "met", below, measured,
+			worst, worst_w, worst_b);
+	for (int b = 0; b < nb; b++) {
+		fprintf(f, "      B=%-4u", bs[b]);
+		for (size_t k = 0; k < PB_NPLAIN_WS; k++) {
+			double v = pb_plain_ratio(r, pb_plain_ws[k], bs[b]);
+
+			if (isnan(v))
+				fprintf(f, "  W=%-2u   n/a", pb_plain_ws[k]);
+			else
+				fprintf(f, "  W=%-2u %5.3f", pb_plain_ws[k], v);
+		}
+		fprintf(f, "\n");
+	}
+}
+
+/* The headline's targets against the plain variant (a verdict each). */
+static void pb_print_headline_plain(FILE *f, const struct pb_report *rep)
+{
+	if (!rep->o->plain || rep->o->sweep_only)
+		return;
+	fprintf(f,
+		"7. pipeline / plain (the same jobs by hand, no library), "
+		"%s, W = 1, 2, 4, 16;\n   medians of per-run ratios (n/a: "
+		"not measured, see --workers, --batches, --waits)\n",
+		pb_waits[PB_HEAD_WAIT].name);
+	pb_print_plain_target(f, rep, 1, 1, 0.90);
+	pb_print_plain_target(f, rep, 8, UINT_MAX, 1.00);
+}
+
 /* The headline: the key points, each with its target. */
 static void pb_print_headline(FILE *f, const struct pb_report *rep)
 {
@@ -391,6 +533,7 @@ static void pb_print_headline(FILE *f, const struct pb_report *rep)
 		"(target <= 15 %%: %s)\n",
 		PB_HEAD_B, o->producers, PB_HEAD_W, oc, pb_target(oc, 15, 0));
 	pb_print_headline_latency(f, rep);
+	pb_print_headline_plain(f, rep);
 }
 
 void pb_print_table(FILE *f, const void *ctx)
@@ -398,11 +541,87 @@ void pb_print_table(FILE *f, const void *ctx)
 	const struct pb_report *rep = ctx;
 
 	pb_print_grids(f, rep);
+	pb_print_plain(f, rep);
 	pb_print_ordered(f, rep);
 	pb_print_ring_ref(f, rep);
 	pb_print_work(f, rep);
 	pb_print_latency(f, rep);
 	pb_print_headline(f, rep);
+}
+
+/* The latency blocks: latency, handoff, wakefloor. */
+static void pb_print_csv_latency(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+
+	/* bench_*: the benchmark's own one-way clock; bp_*: the stats' */
+	fprintf(f,
+		"latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
+		"p99_us,idle_cpu_pct\n");
+	for (int wi = 0; wi < o->nwaits; wi++) {
+		int w = o->waits[wi];
+
+		for (int run = 0; run < r->runs; run++) {
+			fprintf(f,
+				"latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->lat_p50, run, w),
+				*pb_wcell(r->lat_p99, run, w),
+				*pb_wcell(r->lat_bp50, run, w),
+				*pb_wcell(r->lat_bp99, run, w));
+			fprintf(f,
+				"latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
+				"\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->same_p50, run, w),
+				*pb_wcell(r->same_p99, run, w));
+			fprintf(f,
+				"latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->wake_p50, run, w),
+				*pb_wcell(r->wake_p99, run, w),
+				*pb_wcell(r->wake_bp50, run, w),
+				*pb_wcell(r->wake_bp99, run, w));
+			fprintf(f, "latency,%s,idle,%d,,,,,%.3f\n",
+				pb_waits[w].name, run,
+				*pb_wcell(r->idle, run, w));
+		}
+	}
+	fprintf(f, "handoff,run,ns_one_way\n");
+	for (int run = 0; run < r->runs; run++)
+		fprintf(f, "handoff,%d,%.1f\n", run, r->handoff[run]);
+	fprintf(f, "wakefloor,run,p50_us,p99_us\n");
+	for (int run = 0; run < r->runs; run++)
+		fprintf(f, "wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
+			r->floor_p99[run]);
+}
+
+/* The plain variant's block (no rows with --no-plain or --sweep-only). */
+static void pb_print_csv_plain(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_opts *o = rep->o;
+	const struct pb_results *r = rep->r;
+
+	/* pipe_over_plain: the twin pipeline point's run of the same index
+	 * over this one */
+	fprintf(f, "plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_"
+		   "plain\n");
+	for (int j = 0; j < r->npoints; j++) {
+		const struct pb_point *p = &r->pt[j];
+		int i;
+
+		if (p->kind != PB_PLAIN)
+			continue;
+		i = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
+		for (int run = 0; run < r->runs; run++)
+			fprintf(f, "plain,%u,%u,%u,%s,%d,%.3f,%.4f\n",
+				o->producers, p->W, p->B,
+				pb_waits[p->wait].name, run,
+				*pb_cell(r, r->mj, run, j),
+				*pb_cell(r, r->mj, run, i) /
+					*pb_cell(r, r->mj, run, j));
+	}
 }
 
 void pb_print_csv(FILE *f, const void *ctx)
@@ -460,46 +679,7 @@ void pb_print_csv(FILE *f, const void *ctx)
 					*pb_cell(r, r->p99, run, i));
 		}
 	}
-	if (!o->latency)
-		return;
-	/* bench_*: the benchmark's own one-way clock; bp_*: the stats' */
-	fprintf(f,
-		"latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_"
-		"p99_us,idle_cpu_pct\n");
-	for (int wi = 0; wi < o->nwaits; wi++) {
-		int w = o->waits[wi];
-
-		for (int run = 0; run < r->runs; run++) {
-			fprintf(f,
-				"latency,%s,low-load,%d,%.3f,%.3f,%.3f,%.3f,\n",
-				pb_waits[w].name, run,
-				*pb_wcell(r->lat_p50, run, w),
-				*pb_wcell(r->lat_p99, run, w),
-				*pb_wcell(r->lat_bp50, run, w),
-				*pb_wcell(r->lat_bp99, run, w));
-			fprintf(f,
-				"latency,%s,low-load-same-wait,%d,%.3f,%.3f,,,"
-				"\n",
-				pb_waits[w].name, run,
-				*pb_wcell(r->same_p50, run, w),
-				*pb_wcell(r->same_p99, run, w));
-			fprintf(f,
-				"latency,%s,wake-up,%d,%.3f,%.3f,%.3f,%.3f,\n",
-				pb_waits[w].name, run,
-				*pb_wcell(r->wake_p50, run, w),
-				*pb_wcell(r->wake_p99, run, w),
-				*pb_wcell(r->wake_bp50, run, w),
-				*pb_wcell(r->wake_bp99, run, w));
-			fprintf(f, "latency,%s,idle,%d,,,,,%.3f\n",
-				pb_waits[w].name, run,
-				*pb_wcell(r->idle, run, w));
-		}
-	}
-	fprintf(f, "handoff,run,ns_one_way\n");
-	for (int run = 0; run < r->runs; run++)
-		fprintf(f, "handoff,%d,%.1f\n", run, r->handoff[run]);
-	fprintf(f, "wakefloor,run,p50_us,p99_us\n");
-	for (int run = 0; run < r->runs; run++)
-		fprintf(f, "wakefloor,%d,%.3f,%.3f\n", run, r->floor_p50[run],
-			r->floor_p99[run]);
+	if (o->latency)
+		pb_print_csv_latency(f, rep);
+	pb_print_csv_plain(f, rep);
 }

@@ -23,6 +23,7 @@ work_hdr='work,work_ns,producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p
 lat_hdr='latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_p99_us,idle_cpu_pct'
 handoff_hdr='handoff,run,ns_one_way'
 floor_hdr='wakefloor,run,p50_us,p99_us'
+plain_hdr='plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_plain'
 # every point and phase once, each as short as it goes
 args='--runs 1 --ms 5 --workers 1 --batches 8 --waits spin-sleep
       --work-ns 100 --lat-ms 5 --wake-samples 3 --wake-gap-us 100
@@ -33,13 +34,14 @@ args='--runs 1 --ms 5 --workers 1 --batches 8 --waits spin-sleep
 	fail "pipeline --csv exited $?: $(tail -3 "$tmp/err")"
 grep -q 'every run verified' "$tmp/err" || fail "no verification line"
 counts=$(check_csv "$tmp/p.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
-	"$work_hdr" "$lat_hdr" "$handoff_hdr" "$floor_hdr") ||
+	"$work_hdr" "$lat_hdr" "$handoff_hdr" "$floor_hdr" "$plain_hdr") ||
 	fail "bad CSV: $counts"
 # pipeline points: W1 B8, ordered W2 B8, and the headline W2/W16 at B32
 # (unordered, ordered); ring and alone at B8 and B32; work at W1; one
-# low-load, same-wait, wake-up and idle row; one hand-off; one floor
-[ "$counts" = "5 2 2 1 4 1 1" ] ||
-	fail "rows per block: $counts, expected 5 2 2 1 4 1 1"
+# low-load, same-wait, wake-up and idle row; one hand-off; one floor; the
+# plain twins of the unordered points (W1 B8, W2 and W16 at B32)
+[ "$counts" = "5 2 2 1 4 1 1 3" ] ||
+	fail "rows per block: $counts, expected 5 2 2 1 4 1 1 3"
 [ -s "$tmp/o1/pipeline.csv" ] || fail "--out wrote no pipeline.csv"
 cmp -s "$tmp/p.csv" "$tmp/o1/pipeline.csv" ||
 	fail "--out file differs from the --csv output"
@@ -51,10 +53,37 @@ cmp -s "$tmp/p.csv" "$tmp/o1/pipeline.csv" ||
 	fail "pipeline --out exited $?: $(tail -3 "$tmp/err")"
 head -1 "$tmp/table" | grep -q '^bpbench pipeline:' || fail "no table"
 grep -q '^HEADLINE' "$tmp/table" || fail "no headline in the table"
-counts=$(check_csv "$tmp/o2/sweep.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr") ||
-	fail "bad --out CSV: $counts"
-[ "$counts" = "2 0 0" ] ||
-	fail "rows per block of sweep.csv: $counts, expected 2 0 0"
+counts=$(check_csv "$tmp/o2/sweep.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
+	"$plain_hdr") || fail "bad --out CSV: $counts"
+[ "$counts" = "2 0 0 0" ] ||
+	fail "rows per block of sweep.csv: $counts, expected 2 0 0 0"
+
+# the plain variant (pipeline/plain.c) once, tiny, every run verified like
+# the pipeline's: its table, its headline lines and its rows; and none of
+# it with --no-plain
+"$BPBENCH" pipeline --runs 1 --ms 5 --workers 1 --batches 8 --waits sleep \
+	--no-latency --work-ns 0 --pool 256 --out "$tmp/o3" >"$tmp/table3" \
+	2>"$tmp/err" || fail "pipeline (plain) exited $?: $(tail -3 "$tmp/err")"
+grep -q 'every run verified' "$tmp/err" || fail "plain: no verification line"
+grep -q '^Pipeline / plain: ' "$tmp/table3" || fail "no pipeline / plain table"
+grep -q '^   B=1, target >= 0.90: ' "$tmp/table3" || fail "no B=1 plain target"
+grep -Eq '^   B>=8, target >= 1.00: (met|MISSED|n/a)' "$tmp/table3" ||
+	fail "no B>=8 plain target"
+counts=$(check_csv "$tmp/o3/pipeline.csv" "$pipe_hdr" "$ring_hdr" \
+	"$alone_hdr" "$plain_hdr") || fail "bad plain CSV: $counts"
+[ "$counts" = "5 2 2 3" ] ||
+	fail "rows per block with plain: $counts, expected 5 2 2 3"
+grep -Eq '^plain,2,1,8,sleep,0,[0-9.]+,[0-9.]+$' "$tmp/o3/pipeline.csv" ||
+	fail "no plain row for W1 B8 sleep"
+"$BPBENCH" pipeline --runs 1 --ms 5 --workers 1 --batches 8 \
+	--waits busy-poll --no-latency --work-ns 0 --pool 256 --no-plain \
+	--csv >"$tmp/np.csv" 2>"$tmp/err" ||
+	fail "pipeline --no-plain exited $?: $(tail -3 "$tmp/err")"
+grep -q '^Pipeline / plain' "$tmp/np.csv" && fail "--no-plain printed a table"
+counts=$(check_csv "$tmp/np.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
+	"$plain_hdr") || fail "bad --no-plain CSV: $counts"
+[ "$counts" = "5 2 2 0" ] ||
+	fail "rows per block with --no-plain: $counts, expected 5 2 2 0"
 
 for bad in "--bogus" "--runs 0" "--workers" "--waits spin" \
 	"--batches 4096 --pool 4096" "--pool 10" "--cpus 99999" "stray"; do
@@ -67,7 +96,7 @@ done
 "$BPBENCH" pipeline --help >"$tmp/help" || fail "--help exited $?"
 for opt in --runs --ms --producers --workers --batches --waits --work-ns \
 	--pool --lat-ms --wake-samples --wake-gap-us --idle-ms --no-latency \
-	--sweep-only --pin --inflight --ingress --egress --spin-ns --yields \
+	--no-plain --sweep-only --pin --inflight --ingress --egress --spin-ns --yields \
 	--cpus --seed --quick --csv --out --name --help; do
 	grep -q -- "^  $opt\b" "$tmp/help" || fail "--help does not list $opt"
 done
