@@ -622,12 +622,14 @@ static BP_ALWAYS_INLINE int take(struct bp_ring *r, void **out, unsigned n,
 		if (!claim || (r->flags & BP_RING_SC))
 			break;
 		/*
-		 * release: our slot reads before any producer's overwrite (2);
-		 * acquire on failure: the new ch needs (3) as the load above.
+		 * seq_cst: release, our slot reads before any producer's
+		 * overwrite (2), and the waker's side of not_full's Dekker pair
+		 * (bpi_waitq_wake_after_rmw); acquire on failure: the new ch
+		 * needs (3) as the load above.
 		 */
 		if (atomic_compare_exchange_weak_explicit(
 			    &r->cons_head, &ch, ch + 2 * (uint64_t)k,
-			    memory_order_release, memory_order_acquire))
+			    memory_order_seq_cst, memory_order_acquire))
 			break;
 	}
 	if (claim && (r->flags & BP_RING_SC))
@@ -658,8 +660,12 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 	k = take(r, items, n, bulk, true, &ch);
 	if (availp && k != -EINVAL)
 		*availp = left_after(r, ch + 2 * (uint64_t)(k > 0 ? k : 0));
-	if (wake && k > 0)
-		bpi_waitq_wake(&r->not_full);
+	if (wake && k > 0) {
+		if (r->flags & BP_RING_SC)
+			bpi_waitq_wake(&r->not_full);
+		else /* the claim was a seq_cst CAS */
+			bpi_waitq_wake_after_rmw(&r->not_full);
+	}
 	return k;
 }
 
@@ -721,21 +727,27 @@ static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 	}
 	if (unlikely(k == 0 || (bulk && k < n)))
 		return dequeue_none(r, ch, bulk ? n : 1, availp);
-	if (r->flags & BP_RING_SC)
-		/* release: our slot reads before any producer's overwrite (2)
-		 */
+	if (r->flags & BP_RING_SC) {
+		/* release: our slot reads before any producer's overwrite (2) */
 		atomic_store_explicit(&r->cons_head, ch + 2 * (uint64_t)k,
 				      memory_order_release);
-	else if (unlikely(!atomic_compare_exchange_strong_explicit(
-			 &r->cons_head, &ch, ch + 2 * (uint64_t)k,
-			 memory_order_release, memory_order_relaxed)))
-		/* release as above; relaxed on failure: we start over */
+		batch_acquire_fence(); /* as below */
+		if (availp)
+			*availp = left_after(r, ch + 2 * (uint64_t)k);
+		return wake_fast(&r->not_full, (int)k);
+	}
+	/* seq_cst: as in take(), release (2) and the wake check's barrier;
+	 * relaxed on failure: we start over */
+	if (unlikely(!atomic_compare_exchange_strong_explicit(
+		    &r->cons_head, &ch, ch + 2 * (uint64_t)k,
+		    memory_order_seq_cst, memory_order_relaxed)))
 		return dequeue_slow(r, items, n, bulk, availp);
 	/* acquire: item contents written before the slots; pairs with (1) */
 	batch_acquire_fence();
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)k);
-	return wake_fast(&r->not_full, (int)k);
+	bpi_waitq_wake_after_rmw(&r->not_full);
+	return (int)k;
 }
 
 static __attribute__((noinline)) int dequeue_wide(struct bp_ring *r,

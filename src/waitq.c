@@ -142,7 +142,7 @@ uint32_t bpi_waitq_prepare(struct bpi_waitq *q)
 		syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
 			0);
 	else
-		bpi_full_fence(); /* pairs with the waker's fence */
+		bpi_full_fence(); /* pairs with the waker's fence or RMW */
 	return key;
 }
 

@@ -189,6 +189,31 @@ static inline void bpi_waitq_wake(struct bpi_waitq *q)
 	}
 }
 
+/*
+ * bpi_waitq_wake() for a waker that published with a seq_cst
+ * read-modify-write (a multi-consumer ring's claim CAS): that RMW is the
+ * waker's side of the Dekker pair, in place of the fence. If the seq_cst
+ * load of sleepers below misses a sleeper's increment, it precedes that
+ * increment in the single order S, and so does the RMW; the sleeper's
+ * seq_cst fence (bpi_waitq_prepare) follows the increment, so its
+ * re-check sees the RMW's value or a later one (C11's rule for reads
+ * after a seq_cst fence). A default queue's sleeper pays with membarrier,
+ * which orders the RMW just as well. On x86 both the RMW and the load are
+ * what a release CAS and a plain load would be: the wake check is free.
+ */
+static inline void bpi_waitq_wake_after_rmw(struct bpi_waitq *q)
+{
+	/* seq_cst: pairs with prepare()'s fence, see above; relaxed seq:
+	 * the slow path re-reads it with a compare-and-swap */
+	if (__atomic_load_n(&q->sleepers, __ATOMIC_SEQ_CST) != 0 &&
+	    (__atomic_load_n(&q->seq, __ATOMIC_RELAXED) & 1)) {
+		if (q->wake_one)
+			bpi_waitq_wake_one_slow(q);
+		else
+			bpi_waitq_wake_all_slow(q);
+	}
+}
+
 /* One CPU relax hint (pause on x86, yield on arm64), for spin loops. */
 static inline void bpi_cpu_relax(void)
 {
