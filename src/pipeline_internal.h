@@ -168,6 +168,14 @@ void bpi_pipeline_free(struct bp_pipeline *p);
  */
 int bpi_ingress_room(void *arg);
 
+/* Free slots at which ingress counts as room again: half (at least 1). */
+static inline unsigned bpi_ingress_half(const struct bp_ring *in)
+{
+	unsigned half = bp_ring_capacity(in) / 2;
+
+	return half ? half : 1;
+}
+
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);
 

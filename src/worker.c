@@ -316,13 +316,23 @@ static int take_batch(struct bp_worker *w)
 	struct bp_pipeline *p = w->p;
 	unsigned room = p->cfg.max_inflight - bp_worker_inflight(w);
 	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
+	unsigned left;
 	int n;
 
 	if (want == 0)
 		return 0;
-	n = bp_ring_dequeue_burst(p->ingress, (void **)w->buf, want, NULL);
+	n = bpi_ring_dequeue_burst_left(p->ingress, (void **)w->buf, want,
+					&left);
 	if (n <= 0)
 		return n;
+	/*
+	 * Producers blocked on a full ingress wait for it to be half empty
+	 * (bpi_ingress_room): wake them once a take leaves it so. A take
+	 * that leaves more finds no sleeper it could help. Ingress has many
+	 * consumers, so the take's claim was a seq_cst CAS: no fence here.
+	 */
+	if (bp_ring_capacity(p->ingress) - left >= bpi_ingress_half(p->ingress))
+		bpi_waitq_wake_after_rmw(bpi_ring_not_full(p->ingress));
 	if (w->pass_on)
 		pass_wake_on(w);
 	w->taken += (uint64_t)n;
