@@ -67,11 +67,14 @@ has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
 # The steps: id, title, estimated seconds per mode (quick tiny full).
 ids=(locks locks-work50 ring pipeline sweep rdma-fill flame report)
 declare -A title est
-# (quick: measured on a shared 2-core VM.)
+# (quick: measured on a shared 2-core VM. The ring step's time is mostly
+# DPDK's classic MP/MC rte_ring at 2x2 and 4x4: with more threads than
+# cores its runs overrun their window, a thread waiting inside DPDK for a
+# preempted one's tail update, which no stop flag can cut short.)
 title[locks]="locks, trivial jobs";              est[locks]="15 4 300"
 title[locks-work50]="locks, ~50 ns jobs";       est[locks-work50]="15 4 300"
-title[ring]="ring comparison";                   est[ring]="7 2 60"
-title[pipeline]="pipeline";                      est[pipeline]="12 3 120"
+title[ring]="ring comparison";                   est[ring]="30 4 120"
+title[pipeline]="pipeline";                      est[pipeline]="16 4 240"
 title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
 title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="2 1 10"
 title[flame]="flame graphs";                     est[flame]="15 8 40"
