@@ -503,20 +503,25 @@ static void pb_print_headline(FILE *f, const struct pb_report *rep)
 	double ra = pb_med_ratio(r, head, alone);
 	double sc = pb_med_ratio(r, many, head);
 	double oc = 100.0 * (1.0 - pb_med_ratio(r, ord, head));
+	int head1 = pb_find(r, PB_PIPE, PB_HEAD_W, 1, PB_HEAD_WAIT, false);
+	int ord1 = pb_find(r, PB_PIPE, PB_HEAD_W, 1, PB_HEAD_WAIT, true);
+	double oc1 = 100.0 * (1.0 - pb_med_ratio(r, ord1, head1));
 
 	fprintf(f,
 		"\nHEADLINE (medians; ratios are medians of per-run "
 		"ratios; load %s -> %s)\n",
 		load0, load1);
+	/* the old absolute targets (>= 80 M jobs/s, >= 0.40 of the ring) are
+	 * retired: the pipeline is held to the plain design (7.) instead */
 	fprintf(f,
 		"1. trivial, %uP/%uW, B=%u, unordered, %s: %.2f M "
-		"jobs/s (target >= 80: %s)\n",
+		"jobs/s (held to the plain design: 7.)\n",
 		o->producers, PB_HEAD_W, PB_HEAD_B, pb_waits[PB_HEAD_WAIT].name,
-		hm, pb_target(hm, 80, 1));
+		hm);
 	fprintf(f,
 		"   ring 1x1 B=%u: %.2f M items/s; pipeline / ring = "
-		"%.3f (target >= 0.40: %s)\n",
-		PB_HEAD_B, rm, rr, pb_target(rr, 0.40, 1));
+		"%.3f\n",
+		PB_HEAD_B, rm, rr);
 	fprintf(f,
 		"   the benchmark's own per-job work alone, one "
 		"thread, "
@@ -529,9 +534,11 @@ static void pb_print_headline(FILE *f, const struct pb_report *rep)
 		PB_HEAD_W_MANY, PB_HEAD_W, PB_HEAD_B, sc,
 		pb_target(sc, 0.70, 1));
 	fprintf(f,
-		"3. ordered vs unordered, B=%u, %uP/%uW: cost %.1f %% "
-		"(target <= 15 %%: %s)\n",
-		PB_HEAD_B, o->producers, PB_HEAD_W, oc, pb_target(oc, 15, 0));
+		"3. ordered vs unordered, %uP/%uW: cost at B=%u %.1f %% "
+		"(target <= 15 %%: %s), at B=1 %.1f %% (target <= 25 %%: "
+		"%s)\n",
+		o->producers, PB_HEAD_W, PB_HEAD_B, oc, pb_target(oc, 15, 0),
+		oc1, pb_target(oc1, 25, 0));
 	pb_print_headline_latency(f, rep);
 	pb_print_headline_plain(f, rep);
 }
