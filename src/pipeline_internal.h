@@ -57,6 +57,7 @@ struct bp_worker {
 	unsigned done_cap;
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
+	uint64_t delivered_seen; /* ordered: `delivered` at the last look */
 	const struct bpi_live_cfg *cfg; /* valid during one pass */
 	/*
 	 * written by the worker, read by reconfigure(): the gen of the copy

@@ -311,10 +311,34 @@ static inline void pass_wake_on(struct bp_worker *w)
 }
 
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
+/*
+ * Room to take more, by the credit the worker last saw. In ordered mode
+ * the credit is `delivered`, which the sink writes: reading it on every
+ * pass cost a cache miss per pass at small batches. A stale credit only
+ * understates the room, so it is read again only when the room it gives
+ * falls short of a whole batch.
+ */
+static inline unsigned take_room(struct bp_worker *w, unsigned batch)
+{
+	unsigned max = w->p->cfg.max_inflight;
+	unsigned room;
+
+	if (!w->p->cfg.ordered)
+		return max - (unsigned)(w->taken - w->handed);
+	room = max - (unsigned)(w->taken - w->delivered_seen);
+	if (room < batch) {
+		/* relaxed: a count of jobs released, only used as credit */
+		w->delivered_seen = atomic_load_explicit(&w->delivered,
+							 memory_order_relaxed);
+		room = max - (unsigned)(w->taken - w->delivered_seen);
+	}
+	return room;
+}
+
 static int take_batch(struct bp_worker *w)
 {
 	struct bp_pipeline *p = w->p;
-	unsigned room = p->cfg.max_inflight - bp_worker_inflight(w);
+	unsigned room = take_room(w, w->cfg->max_batch);
 	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
 	unsigned left;
 	int n;
