@@ -10,6 +10,7 @@
  * the flush deadline from two relaxed atomics instead.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,28 @@ static int create_window(struct bp_pipeline *p,
 	return 0;
 }
 
+/*
+ * How many CPUs the workers can run on at once: the distinct CPUs of
+ * worker_cpus, else those of the process's affinity mask (at least 1).
+ */
+static unsigned worker_cpu_count(const struct bp_pipeline_config *c)
+{
+	cpu_set_t set;
+	int n;
+
+	CPU_ZERO(&set);
+	if (c->n_worker_cpus) {
+		for (unsigned i = 0; i < c->n_worker_cpus; i++)
+			if (c->worker_cpus[i] >= 0 &&
+			    c->worker_cpus[i] < CPU_SETSIZE)
+				CPU_SET(c->worker_cpus[i], &set);
+	} else if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+		return 1;
+	}
+	n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned)n : 1;
+}
+
 int bp_pipeline_create(const struct bp_pipeline_config *c,
 		       struct bp_pipeline **pp)
 {
@@ -120,6 +143,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	if (!p->cfg.stage_ctx)
 		p->cfg.stage_ctx = p->stage.ctx; /* the table's own (stage.h) */
 	p->nworkers = c->workers;
+	p->wake_limit = worker_cpu_count(c);
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
 	bpi_waitq_init(&p->stop_wq);

@@ -107,6 +107,9 @@ struct bp_pipeline {
 	struct bp_ring *ingress;
 	struct bp_worker *workers;
 	unsigned nworkers;
+	/* workers kept awake at most by passed-on wake-ups: the CPUs they may
+	 * run on (pipeline.c, worker.c's pass_wake_on) */
+	unsigned wake_limit;
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;

@@ -305,9 +305,24 @@ static int ingress_ready(void *arg)
 static inline void pass_wake_on(struct bp_worker *w)
 {
 	struct bp_ring *in = w->p->ingress;
+	struct bpi_waitq *q = bpi_ring_not_empty(in);
+	/* relaxed: a hint (a stale count wakes one worker too many or few) */
+	unsigned asleep = __atomic_load_n(&q->sleepers, __ATOMIC_RELAXED);
 
 	w->pass_on = false;
-	bpi_waitq_pass_on(bpi_ring_not_empty(in), ingress_ready, in);
+	/*
+	 * As many workers awake as there are CPUs to run them: leave the
+	 * others asleep, and the queue disarmed, so that publications wake
+	 * nobody. With more workers than cores, waking one per publication
+	 * only made them take the CPU from each other (and from the
+	 * producers and the sink), a wake-up and a sleep per batch. Nothing
+	 * is stranded: the awake workers take what comes, and the last of
+	 * them to go idle arms the queue again (bpi_waitq_prepare) and looks
+	 * at ingress once more before it sleeps.
+	 */
+	if (w->p->nworkers - asleep >= w->p->wake_limit)
+		return;
+	bpi_waitq_pass_on(q, ingress_ready, in);
 }
 
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
