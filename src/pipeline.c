@@ -99,14 +99,21 @@ static int create_window(struct bp_pipeline *p,
 }
 
 /*
- * How many CPUs the workers can run on at once: the distinct CPUs of
- * worker_cpus, else those of the process's affinity mask (at least 1).
+ * How many workers a passed-on wake-up keeps awake at most (worker.c's
+ * pass_wake_on): the CPUs they can run on, the distinct worker_cpus, else
+ * those of the affinity mask of the thread that starts them (they inherit
+ * it). A stage with poll gets no limit: its workers stay awake with jobs in
+ * flight that they cannot add to, and the sleepers are the ones that could.
+ * Where the mask cannot be read, no limit either.
  */
-static unsigned worker_cpu_count(const struct bp_pipeline_config *c)
+static unsigned wake_limit(const struct bp_pipeline *p)
 {
+	const struct bp_pipeline_config *c = &p->cfg;
 	cpu_set_t set;
 	int n;
 
+	if (c->stage->poll)
+		return p->nworkers;
 	CPU_ZERO(&set);
 	if (c->n_worker_cpus) {
 		for (unsigned i = 0; i < c->n_worker_cpus; i++)
@@ -114,10 +121,10 @@ static unsigned worker_cpu_count(const struct bp_pipeline_config *c)
 			    c->worker_cpus[i] < CPU_SETSIZE)
 				CPU_SET(c->worker_cpus[i], &set);
 	} else if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-		return 1;
+		return p->nworkers;
 	}
 	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
+	return n > 0 ? (unsigned)n : p->nworkers;
 }
 
 int bp_pipeline_create(const struct bp_pipeline_config *c,
@@ -143,7 +150,6 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	if (!p->cfg.stage_ctx)
 		p->cfg.stage_ctx = p->stage.ctx; /* the table's own (stage.h) */
 	p->nworkers = c->workers;
-	p->wake_limit = worker_cpu_count(c);
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
 	bpi_waitq_init(&p->stop_wq);
@@ -252,6 +258,8 @@ int bp_pipeline_start(struct bp_pipeline *p)
 			"bp_pipeline_start: the pipeline was already stopped");
 		return -EINVAL;
 	}
+	/* before any worker runs: they read it without synchronisation */
+	p->wake_limit = wake_limit(p);
 	for (; started < p->nworkers; started++) {
 		struct bp_worker *w = &p->workers[started];
 

@@ -108,7 +108,8 @@ struct bp_pipeline {
 	struct bp_worker *workers;
 	unsigned nworkers;
 	/* workers kept awake at most by passed-on wake-ups: the CPUs they may
-	 * run on (pipeline.c, worker.c's pass_wake_on) */
+	 * run on (pipeline.c's wake_limit, set by start; worker.c's
+	 * pass_wake_on) */
 	unsigned wake_limit;
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
@@ -171,14 +172,6 @@ void bpi_pipeline_free(struct bp_pipeline *p);
  * or intake closed. arg: the ingress ring.
  */
 int bpi_ingress_room(void *arg);
-
-/* Free slots at which ingress counts as room again: half (at least 1). */
-static inline unsigned bpi_ingress_half(const struct bp_ring *in)
-{
-	unsigned half = bp_ring_capacity(in) / 2;
-
-	return half ? half : 1;
-}
 
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);

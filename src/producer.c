@@ -215,18 +215,6 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 		atomic_load_explicit(&p->live_flush_ns, memory_order_relaxed);
 	pr->batch_end = h + atomic_load_explicit(&p->live_max_batch,
 						 memory_order_relaxed);
-	if (h == t) {
-		/*
-		 * This job starts a batch, and its stamp may be an older read
-		 * (somebody else's flush emptied the buffer since the owner's
-		 * last look). Stamp it afresh, once per batch: a later time,
-		 * so a claimer that read the old one only flushes early.
-		 * release: as the stamp in bp_producer_submit.
-		 */
-		now = pr->now_ns = bpi_now_ns();
-		atomic_store_explicit(&pr->stage_ns[t & pr->mask], now,
-				      memory_order_release);
-	}
 	/* relaxed: the owner's own store */
 	pr->due_ns =
 		bpi_deadline(atomic_load_explicit(&pr->stage_ns[h & pr->mask],
@@ -282,15 +270,19 @@ int bp_producer_submit(struct bp_producer *pr, struct bp_job *job)
 			return rc;
 	}
 	/*
-	 * The clock, read for the first job of a batch as the owner sees it
-	 * and then once per CLOCK_EVERY jobs (a read costs tens of ns on some
-	 * machines, more than the rest of this call): a job is stamped with
-	 * the last read, at most CLOCK_EVERY - 1 jobs old, so its age is
-	 * over-, never under-stated and a deadline flush can only come
-	 * early. claim_changed() reads it afresh when this job turns out to
-	 * start a batch after a flush by somebody else.
+	 * The clock, read for the first job of a batch (nothing staged below
+	 * t by the claim word's head: relaxed, a stale head only means a read
+	 * more) and then once per CLOCK_EVERY jobs: a read costs tens of ns
+	 * on some machines, more than the rest of this call. A job is stamped
+	 * with the last read, at most CLOCK_EVERY - 1 jobs old, so its age is
+	 * over-, never understated: the flusher's deadline flush can only
+	 * come early. The owner's own deadline check below uses the same
+	 * read, so it may see a passed deadline a few calls late; the
+	 * flusher, woken for that deadline (announce_batch), does not.
 	 */
-	if (t == pr->head_seen || (t & (CLOCK_EVERY - 1)) == 0)
+	if ((t & (CLOCK_EVERY - 1)) == 0 ||
+	    t == bpi_claim_head(atomic_load_explicit(&pr->claim,
+						     memory_order_relaxed)))
 		pr->now_ns = bpi_now_ns();
 	now = pr->now_ns;
 	at = (unsigned)(t & pr->mask);

@@ -15,20 +15,11 @@
 #include "src/self.h"
 #include "src/wait_internal.h"
 
-/*
- * A submit that found ingress full waits until it is half empty (or
- * closed), not for the first free slot: waiting for one slot made every
- * worker's take wake a producer, who put one batch in and slept again, a
- * wake-up and a sleep per batch. Workers wake producers only at that
- * mark (worker.c, take_batch), so a producer that sleeps here wakes to a
- * ring it can fill for a while.
- */
 int bpi_ingress_room(void *arg)
 {
 	struct bp_ring *r = arg;
 
-	return bp_ring_free_count(r) >= bpi_ingress_half(r) ||
-	       bp_ring_is_closed(r);
+	return bp_ring_free_count(r) > 0 || bp_ring_is_closed(r);
 }
 
 /*

@@ -203,10 +203,11 @@ static inline void bpi_waitq_wake(struct bpi_waitq *q)
  */
 static inline void bpi_waitq_wake_after_rmw(struct bpi_waitq *q)
 {
-	/* seq_cst: pairs with prepare()'s fence, see above; relaxed seq:
-	 * the slow path re-reads it with a compare-and-swap */
+	/* seq_cst, both: pair with prepare()'s fence, see above (a relaxed
+	 * seq could be read from before the sleeper armed it, in the C11
+	 * model); on x86 plain loads */
 	if (__atomic_load_n(&q->sleepers, __ATOMIC_SEQ_CST) != 0 &&
-	    (__atomic_load_n(&q->seq, __ATOMIC_RELAXED) & 1)) {
+	    (__atomic_load_n(&q->seq, __ATOMIC_SEQ_CST) & 1)) {
 		if (q->wake_one)
 			bpi_waitq_wake_one_slow(q);
 		else

@@ -302,25 +302,45 @@ static int ingress_ready(void *arg)
 	return bpi_ring_ready(arg);
 }
 
+/*
+ * Workers asleep in a futex wait: on ingress, or on their progress queue
+ * (held back by the sink). relaxed: a hint, a stale count wakes one worker
+ * too many or too few. A worker still in its wait's spin phase counts as
+ * awake: it holds a CPU, and it takes what comes without a wake-up.
+ */
+static unsigned workers_asleep(const struct bp_pipeline *p,
+			       struct bpi_waitq *ingress_q)
+{
+	unsigned n = __atomic_load_n(&ingress_q->sleepers, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < p->nworkers; i++)
+		n += __atomic_load_n(&p->workers[i].progress.sleepers,
+				     __ATOMIC_RELAXED);
+	return n;
+}
+
 static inline void pass_wake_on(struct bp_worker *w)
 {
-	struct bp_ring *in = w->p->ingress;
+	struct bp_pipeline *p = w->p;
+	struct bp_ring *in = p->ingress;
 	struct bpi_waitq *q = bpi_ring_not_empty(in);
-	/* relaxed: a hint (a stale count wakes one worker too many or few) */
-	unsigned asleep = __atomic_load_n(&q->sleepers, __ATOMIC_RELAXED);
 
 	w->pass_on = false;
 	/*
-	 * As many workers awake as there are CPUs to run them: leave the
-	 * others asleep, and the queue disarmed, so that publications wake
-	 * nobody. With more workers than cores, waking one per publication
-	 * only made them take the CPU from each other (and from the
-	 * producers and the sink), a wake-up and a sleep per batch. Nothing
-	 * is stranded: the awake workers take what comes, and the last of
-	 * them to go idle arms the queue again (bpi_waitq_prepare) and looks
-	 * at ingress once more before it sleeps.
+	 * As many workers awake, not asleep in a wait, as there are CPUs to
+	 * run them: leave the others asleep, and the queue disarmed, so that
+	 * publications wake nobody. With more workers than cores, waking one
+	 * per publication only made them take the CPU from each other (and
+	 * from the producers and the sink), a wake-up and a sleep per batch.
+	 * Nothing is stranded: an awake worker takes what comes, or waits
+	 * for the sink, which wakes it; each one that goes to sleep on
+	 * ingress arms the queue in its own bpi_waitq_prepare and looks at
+	 * ingress once more first. (wake_limit is nworkers, no limit, for a
+	 * stage with poll: see pipeline.c.) Once per wait, so the walk over
+	 * the workers' queues is not on the per-batch path.
 	 */
-	if (w->p->nworkers - asleep >= w->p->wake_limit)
+	if (p->wake_limit < p->nworkers &&
+	    p->nworkers - workers_asleep(p, q) >= p->wake_limit)
 		return;
 	bpi_waitq_pass_on(q, ingress_ready, in);
 }
@@ -355,23 +375,13 @@ static int take_batch(struct bp_worker *w)
 	struct bp_pipeline *p = w->p;
 	unsigned room = take_room(w, w->cfg->max_batch);
 	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
-	unsigned left;
 	int n;
 
 	if (want == 0)
 		return 0;
-	n = bpi_ring_dequeue_burst_left(p->ingress, (void **)w->buf, want,
-					&left);
+	n = bp_ring_dequeue_burst(p->ingress, (void **)w->buf, want, NULL);
 	if (n <= 0)
 		return n;
-	/*
-	 * Producers blocked on a full ingress wait for it to be half empty
-	 * (bpi_ingress_room): wake them once a take leaves it so. A take
-	 * that leaves more finds no sleeper it could help. Ingress has many
-	 * consumers, so the take's claim was a seq_cst CAS: no fence here.
-	 */
-	if (bp_ring_capacity(p->ingress) - left >= bpi_ingress_half(p->ingress))
-		bpi_waitq_wake_after_rmw(bpi_ring_not_full(p->ingress));
 	if (w->pass_on)
 		pass_wake_on(w);
 	w->taken += (uint64_t)n;
