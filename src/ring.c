@@ -104,7 +104,7 @@
 #define likely(x)    __builtin_expect(!!(x), 1)
 #define unlikely(x)  __builtin_expect(!!(x), 0)
 #ifndef LEAF_MAX
-#define LEAF_MAX 16u
+#define LEAF_MAX 8u
 #endif
 
 /*
