@@ -316,7 +316,8 @@ static unsigned workers_asleep(const struct bp_pipeline *p,
 	for (unsigned i = 0; i < p->nworkers; i++)
 		n += __atomic_load_n(&p->workers[i].progress.sleepers,
 				     __ATOMIC_RELAXED);
-	return n;
+	/* stale counts may see a worker on both queues at once */
+	return n < p->nworkers ? n : p->nworkers;
 }
 
 static inline void pass_wake_on(struct bp_worker *w)
@@ -345,7 +346,6 @@ static inline void pass_wake_on(struct bp_worker *w)
 	bpi_waitq_pass_on(q, ingress_ready, in);
 }
 
-/* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
 /*
  * Room to take more, by the credit the worker last saw. In ordered mode
  * the credit is `delivered`, which the sink writes: reading it on every
@@ -370,6 +370,7 @@ static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 	return room;
 }
 
+/* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
 static int take_batch(struct bp_worker *w)
 {
 	struct bp_pipeline *p = w->p;
