@@ -445,6 +445,26 @@ static BP_ALWAYS_INLINE int wake_fast(struct bpi_waitq *q, int k)
 }
 
 /*
+ * The fast paths' claim of n slots from prod word ph, one try: a plain store
+ * on a single-producer ring, else one CAS; false if another producer moved
+ * the word first (the caller starts over on the general path).
+ */
+static BP_ALWAYS_INLINE bool claim_once(struct bp_ring *r, uint64_t ph,
+					unsigned n)
+{
+	if (r->flags & BP_RING_SP) {
+		/* relaxed: as in reserve(), the slot stores publish */
+		atomic_store_explicit(&r->prod_head, ph + 2 * (uint64_t)n,
+				      memory_order_relaxed);
+		return true;
+	}
+	/* relaxed: the claim orders nothing (as in reserve()) */
+	return atomic_compare_exchange_strong_explicit(
+		&r->prod_head, &ph, ph + 2 * (uint64_t)n, memory_order_relaxed,
+		memory_order_relaxed);
+}
+
+/*
  * The enqueue fast path (see FAST PATHS above): all n items fit by the
  * cached consumers' position, the run does not cross the end of the slot
  * array, the claim succeeds at the first try, no high-water mark. Anything
@@ -480,14 +500,7 @@ static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 			bad |= (uintptr_t)items[i];
 	if (unlikely(bad & 1))
 		return -EINVAL;
-	if (r->flags & BP_RING_SP)
-		/* relaxed: as in reserve(), the slot stores publish */
-		atomic_store_explicit(&r->prod_head, ph + 2 * (uint64_t)n,
-				      memory_order_relaxed);
-	else if (unlikely(!atomic_compare_exchange_strong_explicit(
-			 &r->prod_head, &ph, ph + 2 * (uint64_t)n,
-			 memory_order_relaxed, memory_order_relaxed)))
-		/* relaxed: the claim orders nothing (as in reserve()) */
+	if (unlikely(!claim_once(r, ph, n)))
 		return enqueue_slow(r, items, n, bulk, freep);
 	/* release: item contents before the slot stores; pairs with (1) */
 	batch_release_fence();
@@ -1071,14 +1084,7 @@ int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos)
 	room = (int64_t)r->capacity - ((int64_t)(ph - ch) >> 1);
 	if (unlikely((ph & CLOSED) || room < (int64_t)n))
 		return reserve_slow(r, n, pos);
-	if (r->flags & BP_RING_SP)
-		/* relaxed: as in reserve(), the slot stores publish */
-		atomic_store_explicit(&r->prod_head, ph + 2 * (uint64_t)n,
-				      memory_order_relaxed);
-	else if (unlikely(!atomic_compare_exchange_strong_explicit(
-			 &r->prod_head, &ph, ph + 2 * (uint64_t)n,
-			 memory_order_relaxed, memory_order_relaxed)))
-		/* relaxed: the claim orders nothing (as in reserve()) */
+	if (unlikely(!claim_once(r, ph, n)))
 		return reserve_slow(r, n, pos);
 	*pos = ph >> 1;
 	return (int)n;
