@@ -172,10 +172,15 @@ static void *flusher_main(void *arg)
 		uint32_t key;
 
 		if (walk(p, true, &next, &claimed, &full)) {
-			if (full) /* until a dequeue or close: no claim held */
-				bpi_wait_loop(&p->cfg.producer_wait,
-					      bpi_ring_not_full(p->ingress),
-					      bpi_ingress_room, p->ingress, -1);
+			/* until room for a handle's batch, or close: no claim
+			 * held. relaxed: any recent batch size will do */
+			if (full)
+				bpi_ingress_wait(
+					p,
+					atomic_load_explicit(
+						&p->live_max_batch,
+						memory_order_relaxed),
+					-1);
 			continue;
 		}
 		/*
@@ -442,10 +447,11 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 		 */
 		if (deadline < 0 || left > STALL_REPORT_NS)
 			left = STALL_REPORT_NS;
-		if (bpi_wait_loop(&p->cfg.producer_wait,
-				  bpi_ring_not_full(p->ingress),
-				  bpi_ingress_room, p->ingress,
-				  left) == -ETIMEDOUT &&
+		if (bpi_ingress_wait(p,
+				     end - h - done < UINT_MAX
+					     ? (unsigned)(end - h - done)
+					     : UINT_MAX,
+				     left) == -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
 			bpi_log(&p->log, BP_LOG_WARN,
 				"drain: %llu job(s) staged in a producer "

@@ -3,6 +3,7 @@
 #ifndef BP_SRC_PIPELINE_INTERNAL_H
 #define BP_SRC_PIPELINE_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -105,6 +106,7 @@ struct bp_pipeline {
 	struct bp_stage stage; /* the caller's table may go after create */
 	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
 	struct bp_ring *ingress;
+	unsigned ingress_cap; /* bp_ring_capacity(ingress), read per take */
 	struct bp_worker *workers;
 	unsigned nworkers;
 	/* workers kept awake at most by passed-on wake-ups: the CPUs they may
@@ -147,6 +149,14 @@ struct bp_pipeline {
 	bpi_counter st_repeats; /* completions the sink refused (seq seen) */
 	bpi_counter st_lat[BP_LAT_BUCKETS];
 
+	/*
+	 * Room in ingress (src/submit.c): the smallest count of free slots a
+	 * thread waiting for room waits for, ROOM_NOBODY when none says.
+	 * Written by waiters and by the worker that wakes them, read by every
+	 * worker's take: a line of its own.
+	 */
+	alignas(BP_FALSE_SHARING) _Atomic unsigned room_need;
+
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 };
 
@@ -167,11 +177,40 @@ static inline int64_t bpi_flush_age(uint64_t ns)
 int bpi_config_check(const struct bp_pipeline_config *c);
 /* Free p and all it owns, threads joined (src/pipeline.c). */
 void bpi_pipeline_free(struct bp_pipeline *p);
+/* room_need when no thread waits for room in ingress */
+#define ROOM_NOBODY UINT_MAX
+
 /*
- * Wait condition of whoever waits for room in ingress (src/submit.c): room,
- * or intake closed. arg: the ingress ring.
+ * Wait until ingress has room for `need` jobs (clamped to 1..half the ring:
+ * see src/submit.c) or intake is closed, as the producers' wait policy
+ * says; timeout_ns < 0: no limit. Returns > 0, -ETIMEDOUT or -EINTR. Holds
+ * no room: the caller reserves after it, and may find less (other
+ * producers took it) or, after -ETIMEDOUT, some.
  */
-int bpi_ingress_room(void *arg);
+int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, int64_t timeout_ns);
+
+/* The waker's half of bpi_ingress_wait, out of line (src/submit.c). */
+void bpi_ingress_wake(struct bp_pipeline *p);
+
+/*
+ * After a worker's take from ingress left `left` jobs there: wake the
+ * threads waiting for room once there is as much as one of them waits for.
+ * A take that leaves less wakes nobody, so a waiter sleeps through the
+ * takes that would only let it in for one batch and out again.
+ */
+static inline void bpi_ingress_taken(struct bp_pipeline *p, unsigned left)
+{
+	unsigned room = p->ingress_cap - left;
+
+	/*
+	 * seq_cst: Dekker with room_try's publication of its need (or its
+	 * arming, when it finds one published): the take's claim was a
+	 * seq_cst CAS (ingress has many consumers), this load follows it, so
+	 * either we see the need or the waiter's re-check sees our take.
+	 */
+	if (room >= atomic_load_explicit(&p->room_need, memory_order_seq_cst))
+		bpi_ingress_wake(p);
+}
 
 void *bpi_worker_main(void *arg);
 void *bpi_sink_main(void *arg);

@@ -686,9 +686,10 @@ static BP_ALWAYS_INLINE int dequeue(struct bp_ring *r, void **items, unsigned n,
 /* The general path, out of line: the fast path's fallback. */
 static __attribute__((noinline)) int dequeue_slow(struct bp_ring *r,
 						  void **items, unsigned n,
-						  bool bulk, unsigned *availp)
+						  bool bulk, unsigned *availp,
+						  bool wake)
 {
-	return dequeue(r, items, n, bulk, availp, true);
+	return dequeue(r, items, n, bulk, availp, wake);
 }
 
 /* Nothing ready at cons word ch, out of line: 0, or -EPIPE at the end. */
@@ -707,11 +708,11 @@ dequeue_none(struct bp_ring *r, uint64_t ch, unsigned need, unsigned *availp)
  * not cross the end of the slot array and the claim succeeds at the first
  * try; nothing ready, or too little for a bulk, is answered here too.
  * Anything else starts over on the general path. `wide` as for
- * enqueue_fast().
+ * enqueue_fast(); `wake`: false only for bpi_ring_dequeue_burst_left.
  */
 static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 					 unsigned n, bool bulk,
-					 unsigned *availp, bool wide)
+					 unsigned *availp, bool wide, bool wake)
 {
 	const uintptr_t *src;
 	uintptr_t tag;
@@ -719,13 +720,13 @@ static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 	unsigned idx, k;
 
 	if (unlikely(!items))
-		return dequeue_slow(r, items, n, bulk, availp);
+		return dequeue_slow(r, items, n, bulk, availp, wake);
 	/* acquire: (3), no slot read may see an item older than a lap */
 	ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
 	pos = ch >> 1;
 	idx = (unsigned)(pos & r->mask);
 	if (unlikely(idx + n > r->capacity))
-		return dequeue_slow(r, items, n, bulk, availp);
+		return dequeue_slow(r, items, n, bulk, availp, wake);
 	tag = lap_tag(r, pos);
 	src = &r->slots[idx];
 	if (wide) {
@@ -749,19 +750,20 @@ static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 		batch_acquire_fence(); /* as below */
 		if (availp)
 			*availp = left_after(r, ch + 2 * (uint64_t)k);
-		return wake_fast(&r->not_full, (int)k);
+		return wake ? wake_fast(&r->not_full, (int)k) : (int)k;
 	}
 	/* seq_cst: as in take(), release (2) and the wake check's barrier;
 	 * relaxed on failure: we start over */
 	if (unlikely(!atomic_compare_exchange_strong_explicit(
 		    &r->cons_head, &ch, ch + 2 * (uint64_t)k,
 		    memory_order_seq_cst, memory_order_relaxed)))
-		return dequeue_slow(r, items, n, bulk, availp);
+		return dequeue_slow(r, items, n, bulk, availp, wake);
 	/* acquire: item contents written before the slots; pairs with (1) */
 	batch_acquire_fence();
 	if (availp)
 		*availp = left_after(r, ch + 2 * (uint64_t)k);
-	bpi_waitq_wake_after_rmw(&r->not_full);
+	if (wake)
+		bpi_waitq_wake_after_rmw(&r->not_full);
 	return (int)k;
 }
 
@@ -771,8 +773,17 @@ static __attribute__((noinline)) int dequeue_wide(struct bp_ring *r,
 {
 	/* 0 and oversized batches: as enqueue_wide() */
 	if (unlikely(n - 1u >= r->capacity))
-		return dequeue_slow(r, items, n, bulk, availp);
-	return dequeue_fast(r, items, n, bulk, availp, true);
+		return dequeue_slow(r, items, n, bulk, availp, true);
+	return dequeue_fast(r, items, n, bulk, availp, true, true);
+}
+
+static __attribute__((noinline)) int
+dequeue_wide_left(struct bp_ring *r, void **items, unsigned n, unsigned *left)
+{
+	/* 0 and oversized batches: as enqueue_wide() */
+	if (unlikely(n - 1u >= r->capacity))
+		return dequeue_slow(r, items, n, false, left, false);
+	return dequeue_fast(r, items, n, false, left, true, false);
 }
 
 /* As enqueue_entry(). */
@@ -781,7 +792,7 @@ static BP_ALWAYS_INLINE int dequeue_entry(struct bp_ring *r, void **items,
 					  unsigned *availp)
 {
 	if (n - 1u < LEAF_MAX)
-		return dequeue_fast(r, items, n, bulk, availp, false);
+		return dequeue_fast(r, items, n, bulk, availp, false, true);
 	return dequeue_wide(r, items, n, bulk, availp);
 }
 
@@ -1110,4 +1121,12 @@ void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
 int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
 {
 	return dequeue(r, items, n, false, NULL, false);
+}
+
+int bpi_ring_dequeue_burst_left(struct bp_ring *r, void **items, unsigned n,
+				unsigned *left)
+{
+	if (n - 1u < LEAF_MAX)
+		return dequeue_fast(r, items, n, false, left, false, false);
+	return dequeue_wide_left(r, items, n, left);
 }

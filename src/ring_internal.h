@@ -62,6 +62,16 @@ void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
 int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n);
 
 /*
+ * bp_ring_dequeue_burst() without its not-full wake check, for a consumer
+ * that wakes the ring's producers on a condition of its own (the
+ * pipeline's ingress: bpi_ingress_taken). *left: as *available. On a
+ * multi-consumer ring the claim is a seq_cst CAS, so the caller may wake
+ * with bpi_waitq_wake_after_rmw() after a count > 0.
+ */
+int bpi_ring_dequeue_burst_left(struct bp_ring *r, void **items, unsigned n,
+				unsigned *left);
+
+/*
  * Non-zero when a dequeue would not come back empty-handed: the slot at the
  * consumers' head is published, or the ring is closed and drained (the
  * dequeue reports the end of the stream). Unlike bp_ring_count() > 0 it

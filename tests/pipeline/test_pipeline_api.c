@@ -14,6 +14,7 @@
  * from timestamps taken around the calls, never "it took about X ms".
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -622,6 +623,130 @@ static void test_backpressure(void **unused)
 		assert_true(s->order[i]->hdr.seq == i);
 		assert_int_equal(atomic_load(&j[i].delivered), 1);
 	}
+	bp_pipeline_destroy(p);
+	assert_int_equal(pt_failures(), 0);
+	free(s);
+}
+
+/* ----------------------------------- room in ingress: what waiters need */
+
+struct room_submit {
+	struct bp_pipeline *p;
+	struct bp_job **jobs;
+	unsigned n;
+	int64_t timeout_ns;
+	atomic_int rc; /* INT_MIN until the submit returned */
+	pthread_t t;
+};
+
+static void *room_submitter(void *arg)
+{
+	struct room_submit *r = arg;
+
+	atomic_store(&r->rc, bp_pipeline_submit(r->p, r->jobs, r->n, 0,
+						r->timeout_ns));
+	return NULL;
+}
+
+static void room_start(struct room_submit *r, struct bp_pipeline *p,
+		       struct bp_job **jobs, unsigned n, int64_t timeout_ns)
+{
+	r->p = p;
+	r->jobs = jobs;
+	r->n = n;
+	r->timeout_ns = timeout_ns;
+	atomic_init(&r->rc, INT_MIN);
+	assert_int_equal(pthread_create(&r->t, NULL, room_submitter, r), 0);
+}
+
+/* The submit's result, once it returned within 10 s (INT_MIN: it did not). */
+static int room_result(struct room_submit *r)
+{
+	int64_t end = pt_now_ns() + 10 * (int64_t)1000000000;
+
+	while (atomic_load(&r->rc) == INT_MIN && pt_now_ns() < end)
+		pt_sleep_ns(100000);
+	return atomic_load(&r->rc);
+}
+
+/*
+ * Threads blocked on a full ingress wait for needs of their own: a submit
+ * without a limit for half the ring, one with a limit for what it has left,
+ * and at its limit it takes what room there is. Each must be woken once its
+ * need is there, with another waiter's larger need published first; none
+ * may time out with room there.
+ */
+static void test_room_needs(void **unused)
+{
+	struct sinkc *s = sinkc_new();
+	struct room_submit big, small, timed;
+	struct gate g;
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+	struct tjob j[64];
+	struct bp_job *a[64];
+	unsigned next;
+
+	(void)unused;
+	atomic_init(&g.permits, 0);
+	atomic_init(&g.entered, 0);
+	tjobs_init(j, 64);
+	for (unsigned i = 0; i < 64; i++)
+		a[i] = &j[i].hdr;
+	base_config(&c, s);
+	c.stage = &gate_stage;
+	c.stage_ctx = &g;
+	c.workers = 1;
+	c.ingress_capacity = 16; /* half: 8 */
+	c.egress_capacity = 64;
+	c.max_batch = 1;
+	c.max_inflight = 1;
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+
+	/* job 0 in the stage, jobs 1..16 fill ingress */
+	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), 1);
+	assert_true(wait_entered(&g, 1));
+	assert_int_equal(bp_pipeline_submit(p, a + 1, 16, BP_SUBMIT_NONBLOCK,
+					    -1),
+			 16);
+	assert_int_equal(bp_pipeline_submit(p, a + 17, 1, BP_SUBMIT_NONBLOCK,
+					    -1),
+			 -EAGAIN);
+
+	/* a waiter for half the ring, then one for a single slot */
+	room_start(&big, p, a + 17, 1, -1);
+	pt_sleep_ms(20);
+	room_start(&small, p, a + 18, 1, 60 * (int64_t)1000000000);
+	pt_sleep_ms(20);
+	/* one job done: the worker takes the next, one slot is free */
+	atomic_fetch_add(&g.permits, 1);
+	assert_int_equal(room_result(&small), 1);
+	assert_int_equal(pthread_join(small.t, NULL), 0);
+	/* eight more: half the ring free, the first waiter gets its slot */
+	atomic_fetch_add(&g.permits, 8);
+	assert_int_equal(room_result(&big), 1);
+	assert_int_equal(pthread_join(big.t, NULL), 0);
+	next = 19;
+
+	/* refill, then a timed submit of 10 that can get only 3 by its limit */
+	while (bp_pipeline_submit(p, a + next, 1, BP_SUBMIT_NONBLOCK, -1) == 1)
+		next++;
+	assert_true(next + 10 <= 64);
+	room_start(&timed, p, a + next, 10, 300 * (int64_t)1000000);
+	pt_sleep_ms(20);
+	atomic_fetch_add(&g.permits, 3);
+	assert_int_equal(room_result(&timed), 3);
+	assert_int_equal(pthread_join(timed.t, NULL), 0);
+	next += 3;
+
+	/* open the gate: everything accepted reaches the sink */
+	atomic_fetch_add(&g.permits, 1 << 20);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_conservation(p, s);
+	assert_int_equal(sink_count(s), next);
+	for (unsigned i = 0; i < 64; i++)
+		assert_int_equal(atomic_load(&j[i].delivered), i < next);
 	bp_pipeline_destroy(p);
 	assert_int_equal(pt_failures(), 0);
 	free(s);
@@ -2054,6 +2179,7 @@ int main(void)
 		cmocka_unit_test(test_submit_lifecycle),
 		cmocka_unit_test(test_submit_after_abort),
 		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_room_needs),
 		cmocka_unit_test(test_start_init_fails),
 		cmocka_unit_test(test_stage_table_ctx),
 		cmocka_unit_test(test_submit_after_failed_start),
