@@ -544,12 +544,41 @@ static bool wait_entered(struct gate *g, int n)
 	return true;
 }
 
+/*
+ * A started pipeline of one worker behind the gate, one job at a time, and
+ * jobs j[0..n) with their pointers in a[].
+ */
+static struct bp_pipeline *gate_pipeline(struct sinkc *s, struct gate *g,
+					 unsigned ingress, unsigned egress,
+					 struct tjob *j, struct bp_job **a,
+					 unsigned n)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p = NULL;
+
+	atomic_init(&g->permits, 0);
+	atomic_init(&g->entered, 0);
+	tjobs_init(j, n);
+	for (unsigned i = 0; i < n; i++)
+		a[i] = &j[i].hdr;
+	base_config(&c, s);
+	c.stage = &gate_stage;
+	c.stage_ctx = g;
+	c.workers = 1;
+	c.ingress_capacity = ingress;
+	c.egress_capacity = egress;
+	c.max_batch = 1;
+	c.max_inflight = 1;
+	assert_int_equal(bp_pipeline_create(&c, &p), 0);
+	assert_int_equal(bp_pipeline_start(p), 0);
+	return p;
+}
+
 static void test_backpressure(void **unused)
 {
 	struct sinkc *s = sinkc_new();
 	struct gate g;
-	struct bp_pipeline_config c;
-	struct bp_pipeline *p = NULL;
+	struct bp_pipeline *p;
 	struct tjob j[16];
 	struct bp_job *a[16];
 	int64_t t0, t1;
@@ -557,21 +586,8 @@ static void test_backpressure(void **unused)
 	int rc;
 
 	(void)unused;
-	atomic_init(&g.permits, 0);
-	atomic_init(&g.entered, 0);
-	tjobs_init(j, 16);
-	for (unsigned i = 0; i < 16; i++)
-		a[i] = &j[i].hdr;
-	base_config(&c, s);
-	c.stage = &gate_stage;
-	c.stage_ctx = &g;
-	c.workers = 1;
-	c.ingress_capacity = 4; /* a power of two: exactly 4 slots */
-	c.egress_capacity = 4;
-	c.max_batch = 1;
-	c.max_inflight = 1;
-	assert_int_equal(bp_pipeline_create(&c, &p), 0);
-	assert_int_equal(bp_pipeline_start(p), 0);
+	/* ingress: a power of two, exactly 4 slots */
+	p = gate_pipeline(s, &g, 4, 4, j, a, 16);
 
 	/* job 0 goes into the stage and stays there */
 	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), 1);
@@ -681,28 +697,13 @@ static void test_room_needs(void **unused)
 	struct sinkc *s = sinkc_new();
 	struct room_submit big, small, timed;
 	struct gate g;
-	struct bp_pipeline_config c;
-	struct bp_pipeline *p = NULL;
+	struct bp_pipeline *p;
 	struct tjob j[64];
 	struct bp_job *a[64];
 	unsigned next;
 
 	(void)unused;
-	atomic_init(&g.permits, 0);
-	atomic_init(&g.entered, 0);
-	tjobs_init(j, 64);
-	for (unsigned i = 0; i < 64; i++)
-		a[i] = &j[i].hdr;
-	base_config(&c, s);
-	c.stage = &gate_stage;
-	c.stage_ctx = &g;
-	c.workers = 1;
-	c.ingress_capacity = 16; /* half: 8 */
-	c.egress_capacity = 64;
-	c.max_batch = 1;
-	c.max_inflight = 1;
-	assert_int_equal(bp_pipeline_create(&c, &p), 0);
-	assert_int_equal(bp_pipeline_start(p), 0);
+	p = gate_pipeline(s, &g, 16, 64, j, a, 64); /* half of ingress: 8 */
 
 	/* job 0 in the stage, jobs 1..16 fill ingress */
 	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), 1);
