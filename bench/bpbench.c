@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include <batchpipe/error.h>
+
 struct bench_subcommand {
 	const char *name;
 	int (*main)(int argc, char **argv);
@@ -19,7 +21,7 @@ struct bench_subcommand {
 
 static const struct bench_subcommand bench_subcommands[] = {
 	{"ring", bench_ring_main,
-	 "bp_ring against mutex, spinlock, ck_ring and urcu wfcqueue"},
+	 "bp_ring against rte_ring, moodycamel, ck_ring, wfcqueue, locks"},
 	{"pipeline", bench_pipeline_main,
 	 "bp_pipeline end to end: throughput, latency, idle CPU, wake-up"},
 	{"sweep", bench_sweep_main, "batch-size sweeps of another subcommand"},
@@ -41,6 +43,7 @@ static void bench_usage(FILE *f)
 {
 	fprintf(f, "usage: bpbench <subcommand> [options]   (bpbench "
 		   "<subcommand> --help)\n"
+		   "       bpbench --version\n"
 		   "subcommands:\n");
 	for (size_t i = 0; i < BENCH_NSUB; i++)
 		fprintf(f, "  %-10s %s\n", bench_subcommands[i].name,
@@ -58,10 +61,18 @@ int main(int argc, char **argv)
 		bench_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		/* the library it measures, as loaded */
+		printf("bpbench %s\n", bp_version());
+		return 0;
+	}
 	for (size_t i = 0; i < BENCH_NSUB; i++)
 		if (!strcmp(argv[1], bench_subcommands[i].name))
 			return bench_subcommands[i].main(argc - 1, argv + 1);
-	fprintf(stderr, "bpbench: unknown subcommand '%s'\n", argv[1]);
-	bench_usage(stderr);
+	fprintf(stderr, "bpbench: unknown subcommand '%s' (", argv[1]);
+	for (size_t i = 0; i < BENCH_NSUB; i++)
+		fprintf(stderr, "%s%s", i ? ", " : "",
+			bench_subcommands[i].name);
+	fprintf(stderr, ")\nbpbench: see bpbench --help\n");
 	return BENCH_EXIT_USAGE;
 }

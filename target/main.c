@@ -30,6 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <batchpipe/error.h>
+
 #include "target.h"
 
 /* epoll tags for the daemon's own descriptors (clients are their struct) */
@@ -83,6 +85,7 @@ enum opt_kind {
 	OPT_CQ_WAIT,  /* enum bp_rdma_cq_wait: by name */
 	OPT_COUNT,    /* int: one more per use; no argument */
 	OPT_HELP,     /* the usage on stdout, exit 0; no argument */
+	OPT_VERSION,  /* the version on stdout, exit 0; no argument */
 };
 
 struct opt {
@@ -156,6 +159,8 @@ static const struct opt opts[] = {
 	 "was not told of) is failed (5000)"},
 	{"verbose", 'v', NULL, OPT_COUNT, FIELD(verbose, int), 0, 0, 0,
 	 "log every connection and request"},
+	{"version", 'V', NULL, OPT_VERSION, 0, 0, 0, 0,
+	 "print the version and exit"},
 	{"help", 'h', NULL, OPT_HELP, 0, 0, 0, 0, NULL},
 };
 #undef STR
@@ -163,8 +168,26 @@ static const struct opt opts[] = {
 #define NOPTS	 (sizeof(opts) / sizeof(opts[0]))
 #define HELP_COL 22 /* where the help text starts */
 
+/* r's help, its %u filled in; each '\n' becomes `nl`. */
+static void put_help(FILE *f, const struct opt *r, const char *nl)
+{
+	for (const char *p = r->help; *p; p++) {
+		if (p[0] == '%' && p[1] == 'u') {
+			fprintf(f, "%u", r->num);
+			p++;
+		} else if (*p == '\n') {
+			fputs(nl, f);
+		} else {
+			fputc(*p, f);
+		}
+	}
+}
+
 static void usage(FILE *f)
 {
+	char nl[HELP_COL + 2];
+
+	snprintf(nl, sizeof(nl), "\n%*s", HELP_COL, "");
 	fprintf(f, "usage: bp-target [options]\n");
 	for (const struct opt *r = opts; r < opts + NOPTS; r++) {
 		char left[HELP_COL];
@@ -172,21 +195,13 @@ static void usage(FILE *f)
 		if (r->help == NULL)
 			continue;
 		if (r->short_name)
-			snprintf(left, sizeof(left), "-%c", r->short_name);
+			snprintf(left, sizeof(left), "-%c, --%s",
+				 r->short_name, r->name);
 		else
 			snprintf(left, sizeof(left), "--%s %s", r->name,
 				 r->arg);
 		fprintf(f, "  %-*s ", HELP_COL - 3, left);
-		for (const char *p = r->help; *p; p++) {
-			if (p[0] == '%' && p[1] == 'u') {
-				fprintf(f, "%u", r->num);
-				p++;
-			} else if (*p == '\n') {
-				fprintf(f, "\n%*s", HELP_COL, "");
-			} else {
-				fputc(*p, f);
-			}
-		}
+		put_help(f, r, nl);
 		fputc('\n', f);
 	}
 }
@@ -232,6 +247,10 @@ static int set_opt(const struct opt *r, const char *arg, struct target_opts *o)
 		return 0;
 	case OPT_HELP:
 		usage(stdout);
+		exit(0);
+	case OPT_VERSION:
+		/* the library it runs on, which speaks the protocol */
+		printf("bp-target %s\n", bp_version());
 		exit(0);
 	}
 	return -1;
@@ -280,17 +299,25 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 		.peer_timeout_ms = 5000,
 	};
 	getopt_tables(lo, shorts);
+	opterr = 0; /* our own message, which names the option */
 	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct opt *r = ch >= 256 ? &opts[ch - 256] : NULL;
 
 		for (size_t i = 0; r == NULL && i < NOPTS; i++)
 			if (ch == opts[i].short_name)
 				r = &opts[i];
-		if (r == NULL) /* '?': getopt_long said why */
+		if (r == NULL) { /* '?' or ':' */
+			fprintf(stderr,
+				"bp-target: bad option, or one missing its "
+				"value: %s\n",
+				argv[optind - 1]);
 			return -1;
+		}
 		if (set_opt(r, optarg, o) < 0) {
-			fprintf(stderr, "bp-target: bad value for --%s: %s\n",
-				r->name, optarg);
+			fprintf(stderr, "bp-target: bad value '%s' for --%s %s: ",
+				optarg, r->name, r->arg ? r->arg : "");
+			put_help(stderr, r, " ");
+			fputc('\n', stderr);
 			return -1;
 		}
 	}
@@ -450,7 +477,7 @@ int main(int argc, char **argv)
 
 	t.lfd = t.sigfd = t.evfd = t.epfd = -1;
 	if (parse_opts(argc, argv, &t.o) < 0) {
-		usage(stderr);
+		fprintf(stderr, "bp-target: see bp-target --help\n");
 		return 2;
 	}
 	if (t.o.token_file != NULL && auth_load(&t, t.o.token_file) < 0)

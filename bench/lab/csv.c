@@ -18,7 +18,7 @@ static int bench_csv_file(const struct bench_args *a, bench_print_fn *csv,
 	FILE *f;
 	int bad;
 
-	if (bench_mkdir_p(a->out))
+	if (bench_mkdir_p(a->prog, a->out))
 		return 1;
 	if (snprintf(path, sizeof(path), "%s/%s.csv", a->out, a->name) >=
 	    (int)sizeof(path)) {

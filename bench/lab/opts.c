@@ -6,12 +6,15 @@
  */
 #include "lab/opts.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lab/lists.h"
+#include "lab/plot.h"
 
 #define BENCH_MAX_OPTS 64
 /* getopt_long's val for table entry i: above every character */
@@ -69,8 +72,14 @@ int bench_opt_json(struct bench_args *a, const char *arg)
 
 int bench_opt_out(struct bench_args *a, const char *arg)
 {
-	if (!*arg)
-		return -1;
+	/* the plots' gnuplot scripts quote their paths with ' */
+	if (!*arg || strchr(arg, '\'') || strlen(arg) >= 4000) {
+		fprintf(stderr,
+			"%s: bad value '%s' for --out DIR: a directory, without "
+			"a ' and shorter than 4000 bytes\n",
+			a->prog, arg);
+		return -2;
+	}
 	a->out = arg;
 	return 0;
 }
@@ -147,6 +156,13 @@ void bench_opts_usage(const struct bench_cmd *cmd, FILE *f)
 		fputs(cmd->epilog, f);
 }
 
+/* After the one line that says what is wrong: where the whole usage is. */
+static int bench_usage_hint(const struct bench_args *a)
+{
+	fprintf(stderr, "%s: see %s --help\n", a->prog, a->prog);
+	return BENCH_EXIT_USAGE;
+}
+
 int bench_usage_error(const struct bench_args *a, const char *fmt, ...)
 {
 	va_list ap;
@@ -156,8 +172,46 @@ int bench_usage_error(const struct bench_args *a, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	bench_opts_usage(a->cmd, stderr);
-	return BENCH_EXIT_USAGE;
+	return bench_usage_hint(a);
+}
+
+/* "bad value 'X' for --NAME ARG: " and the option's help on one line. */
+static void bench_opts_bad_value(const struct bench_args *a,
+				 const struct bench_opt *o, const char *arg)
+{
+	fprintf(stderr, "%s: bad value '%s' for --%s %s: ", a->prog,
+		arg ? arg : "", o->name, o->arg);
+	for (const char *h = o->help; *h; h++)
+		fputc(*h == '\n' ? ' ' : *h, stderr);
+	fputc('\n', stderr);
+}
+
+/*
+ * --out DIR: made now and written to once (a file created and removed), so
+ * that a directory that cannot hold the results fails before the
+ * experiment runs, not after.
+ */
+static int bench_out_check(const struct bench_args *a)
+{
+	char probe[4096];
+	int fd;
+
+	if (bench_mkdir_p(a->prog, a->out))
+		return -1;
+	if (snprintf(probe, sizeof(probe), "%s/.%s.XXXXXX", a->out, a->name) >=
+	    (int)sizeof(probe)) {
+		fprintf(stderr, "%s: --out path too long\n", a->prog);
+		return -1;
+	}
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		fprintf(stderr, "%s: --out %s: cannot write there: %s\n",
+			a->prog, a->out, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
 }
 
 /* An unknown option, or one missing its value: say which, like getopt. */
@@ -213,8 +267,7 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 		}
 		rc = o->set(a, optarg);
 		if (rc == -1)
-			fprintf(stderr, "%s: bad value '%s' for --%s\n",
-				a->prog, optarg ? optarg : "", o->name);
+			bench_opts_bad_value(a, o, optarg);
 		if (rc)
 			goto usage;
 	}
@@ -233,8 +286,9 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 		if (a->ncpus <= 0)
 			bench_die("%s: sched_getaffinity failed\n", a->prog);
 	}
+	if (a->out && bench_out_check(a))
+		return BENCH_EXIT_USAGE;
 	return BENCH_OPTS_RUN;
 usage:
-	bench_opts_usage(a->cmd, stderr);
-	return BENCH_EXIT_USAGE;
+	return bench_usage_hint(a);
 }

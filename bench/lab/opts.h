@@ -12,8 +12,10 @@
  * from --help, or the reverse.
  *
  * Bad usage (an unknown option, a missing or bad value, a stray argument)
- * prints one line saying what is wrong, then the usage, on stderr, and the
- * subcommand exits with BENCH_EXIT_USAGE (2).
+ * prints one line saying what is wrong (for a bad value: with the option's
+ * help, which says the range or the format), then "see bpbench SUB --help",
+ * on stderr, and the subcommand exits with BENCH_EXIT_USAGE (2). --out DIR
+ * is made and tried with a file before the experiment runs.
  */
 #ifndef BPBENCH_OPTS_H
 #define BPBENCH_OPTS_H
@@ -139,7 +141,8 @@ void bench_args_init(struct bench_args *a, const struct bench_cmd *cmd,
 /*
  * Parse argv (argv[0] is the subcommand's name). Returns BENCH_OPTS_RUN
  * when the subcommand should run, else the exit status to return: 0 after
- * --help (usage on stdout), BENCH_EXIT_USAGE after bad usage.
+ * --help (usage on stdout), BENCH_EXIT_USAGE after bad usage or an --out
+ * DIR that cannot be written.
  * --csv with --json is bad usage. Without --cpus, a->cpus is every CPU
  * this process may use.
  */
@@ -151,7 +154,7 @@ void bench_opts_usage(const struct bench_cmd *cmd, FILE *f);
 
 /*
  * For checks after parsing (one option against another): print
- * "bpbench CMD: <message>" and the usage on stderr; returns
+ * "bpbench CMD: <message>" and where the usage is on stderr; returns
  * BENCH_EXIT_USAGE for the subcommand to return.
  */
 int bench_usage_error(const struct bench_args *a, const char *fmt, ...)

@@ -61,13 +61,13 @@ int bench_gnuplot(const char *what, const char *const *outputs, const char *fmt,
 	return bad ? -1 : 0;
 }
 
-int bench_mkdir_p(const char *dir)
+int bench_mkdir_p(const char *who, const char *dir)
 {
 	char path[4096];
 	size_t n = strlen(dir);
 
 	if (n == 0 || n >= sizeof(path)) {
-		fprintf(stderr, "bpbench: bad directory '%s'\n", dir);
+		fprintf(stderr, "%s: bad directory '%s'\n", who, dir);
 		return -1;
 	}
 	memcpy(path, dir, n + 1);
@@ -78,8 +78,8 @@ int bench_mkdir_p(const char *dir)
 			continue;
 		*p = '\0';
 		if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-			fprintf(stderr, "bpbench: cannot create %s: %s\n", path,
-				strerror(errno));
+			fprintf(stderr, "%s: cannot create %s: %s\n", who,
+				path, strerror(errno));
 			return -1;
 		}
 		*p = c;

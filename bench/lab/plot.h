@@ -29,9 +29,10 @@ int bench_gnuplot_available(void);
 	"set terminal pngcairo size %d,%d enhanced font 'DejaVu Sans,10'\n"
 
 /*
- * Make directory `dir` (and its parents) if missing; 0 or -1 with a message.
- * For the --out DIR option every experiment offers.
+ * Make directory `dir` (and its parents) if missing; 0 or -1 with a message
+ * that starts with `who` ("bpbench ring"). For the --out DIR option every
+ * experiment offers.
  */
-int bench_mkdir_p(const char *dir);
+int bench_mkdir_p(const char *who, const char *dir);
 
 #endif /* BPBENCH_PLOT_H */

@@ -206,8 +206,9 @@ static const struct bench_opt rf_options[] = {
 	{"node", "ADDR", rf_set_node,
 	 "address to bind (127.0.0.1; none for shm)"},
 	BENCH_OPT_SEED("generator seed (default 1; run i uses seed + i)"),
-	{"target", "H:P", rf_set_target,
-	 "use a running bp-target instead of starting one"},
+	{"target", "HOST:PORT", rf_set_target,
+	 "use a running bp-target (its control address) instead of\n"
+	 "starting one"},
 	BENCH_OPT_RUNS("fills (each verified) and raw loops, alternating "
 		       "(default 1)"),
 	{"no-raw", NULL, rf_set_no_raw, "skip the raw reference"},

@@ -567,7 +567,7 @@ int bench_rdma_main(int argc, char **argv)
 	static char tdesc_buf[RB_MAX_PROV][64];
 	struct rb_report rep;
 	int64_t t0;
-	int status;
+	int status, nskipped = 0;
 
 	status = rb_parse(argc, argv, &o);
 	if (status != BENCH_OPTS_RUN)
@@ -592,14 +592,26 @@ int bench_rdma_main(int argc, char **argv)
 		for (int i = 0; i < r->npoints; i++)
 			if (r->pt[i].prov == pv && r->pt[i].rails > rails)
 				rails = r->pt[i].rails;
-		rc = rb_target_open(&t, o.prov[pv], node, rails,
-				    (uint64_t)o.region_mib << 20,
-				    o.target_mode);
+		/* asked first, so that a missing provider is called that,
+		 * not a target that did not start */
+		rc = rr_provider_probe(o.prov[pv], node);
+		if (rc)
+			fprintf(stderr,
+				"%s: %s: not here: fi_getinfo found no such "
+				"provider with RDM endpoints and RMA%s%s (%s; "
+				"fi_info -l lists the providers)\n",
+				BENCH_CMD, o.prov[pv], node ? " at " : "",
+				node ? node : "", fi_strerror(-rc));
+		else
+			rc = rb_target_open(&t, o.prov[pv], node, rails,
+					    (uint64_t)o.region_mib << 20,
+					    o.target_mode);
 		if (rc) {
 			fprintf(stderr,
 				"%s: %s: skipped, the provider does not open "
 				"here: %s\n",
 				BENCH_CMD, o.prov[pv], bp_strerror(rc));
+			nskipped++;
 			for (int i = 0; i < r->npoints; i++)
 				if (r->pt[i].prov == pv) {
 					r->pt[i].skipped = true;
@@ -624,13 +636,23 @@ int bench_rdma_main(int argc, char **argv)
 			rb_latency(&o, &t, &pl[pv]);
 		rb_target_close(&t);
 	}
-	fprintf(stderr,
-		"%s: done in %.1f s, every run verified (%" PRIu64
-		" target words checked)\n",
-		BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
-		rb_words_checked);
+	if (nskipped == o.nprov)
+		fprintf(stderr,
+			"%s: done in %.1f s: NOTHING MEASURED, no provider "
+			"of --providers opens here\n",
+			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9);
+	else
+		fprintf(stderr,
+			"%s: done in %.1f s, %d of %d providers measured, "
+			"every run verified (%" PRIu64
+			" target words checked)\n",
+			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
+			o.nprov - nskipped, o.nprov, rb_words_checked);
 	rep = (struct rb_report){&o, r, pl, tdesc};
 	status = bench_emit(&o.a, rb_csv, rb_table, NULL, &rep);
+	/* a run that measured nothing is not a success */
+	if (nskipped == o.nprov && status == 0)
+		status = 1;
 	free(r->pt);
 	free(r);
 	free(pl);

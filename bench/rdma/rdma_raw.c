@@ -67,6 +67,16 @@ static int rr_getinfo(const struct rr_config *c, struct fi_info **out)
 	return rc;
 }
 
+int rr_provider_probe(const char *provider, const char *node)
+{
+	struct rr_config c = {.provider = provider, .node = node};
+	struct fi_info *list = NULL;
+	int rc = rr_getinfo(&c, &list);
+
+	fi_freeinfo(list);
+	return rc < 0 ? rc : -rc;
+}
+
 /* The (r mod n)-th distinct domain of the list: one NIC per rail. */
 static struct fi_info *rr_rail_info(struct fi_info *list, unsigned r)
 {

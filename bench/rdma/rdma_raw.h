@@ -114,6 +114,13 @@ struct rr_lane {
 };
 
 /*
+ * Whether `provider` offers what the raw loop and the RDMA stage need (RDM
+ * endpoints with RMA) at node (NULL for shm): 0, or fi_getinfo's negative
+ * error (-FI_ENODATA: not here). Opens nothing.
+ */
+int rr_provider_probe(const char *provider, const char *node);
+
+/*
  * Open nrails rails toward the peer (a region description with at least
  * nrails rails) and the lane's buffers. Returns 0, or a negative errno with
  * the reason in l->errmsg; nothing stays open on failure.

@@ -174,7 +174,7 @@ static const struct bench_opt ring_options[] = {
 	BENCH_OPT_CPUS("CPUs to pin threads on, e.g. \"0,1\" or \"0-3\"\n"
 		       "(default: every CPU this process may use)"),
 	{"capacity", "N", ring_set_capacity,
-	 "queue capacity, a power of two (default 4096)"},
+	 "queue capacity, a power of two, 2..2^24 (default 4096)"},
 	BENCH_OPT_SEED("seed of the queue-order shuffle (default 1)"),
 	{"no-single", NULL, ring_set_no_single,
 	 "skip the single-thread cost table"},

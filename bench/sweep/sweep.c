@@ -301,10 +301,6 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 	rc = bench_opts_parse(&o->a, nopt, argv);
 	if (rc != BENCH_OPTS_RUN)
 		return rc;
-	/* the gnuplot script quotes paths with ' */
-	if (o->a.out && (strlen(o->a.out) >= 4096 || strchr(o->a.out, '\'')))
-		return bench_usage_error(&o->a, "bad value '%s' for --out",
-					 o->a.out);
 	if (o->a.name != sw_cmd.name &&
 	    (!sw_good_name(o->a.name) || strlen(o->a.name) >= SW_NAME_LEN))
 		return bench_usage_error(&o->a, "bad value '%s' for --name",

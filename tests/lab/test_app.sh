@@ -92,7 +92,7 @@ rc=$?
 grep -q "VERIFY FAILED: ceiling" "$tmp/fault.err" ||
 	fail "ceiling, fault miscompute: no VERIFY FAILED"
 
-# bad usage: exit 2 with a message and the usage
+# bad usage: exit 2, one line that says what is wrong, and where the usage is
 for bad in "--jobs 0" "--batches 1,x" "--batches 2048" "--batches 8,8" \
 	"--variants nope" "--variants mutex,mutex" "--producers 0" \
 	"--workers 65" "--pool 8 --batches 8" "--cpus 0,0" "--name a/b" \
@@ -102,7 +102,9 @@ for bad in "--jobs 0" "--batches 1,x" "--batches 2048" "--batches 8,8" \
 	rc=$?
 	[ $rc -eq 2 ] || fail "'$bad': exit $rc, expected 2"
 	grep -q "^bpbench app: " "$tmp/bad.err" || fail "'$bad': no message"
-	grep -q "^usage: bpbench app" "$tmp/bad.err" || fail "'$bad': no usage"
+	grep -q "^bpbench app: see bpbench app --help" "$tmp/bad.err" ||
+		fail "'$bad': no pointer to --help"
+	grep -q "^usage:" "$tmp/bad.err" && fail "'$bad': the whole usage"
 done
 # --help: exit 0, every option listed
 "$BPBENCH" app --help >"$tmp/help.txt" 2>&1 || fail "--help: exit $?"

@@ -135,7 +135,7 @@ grep -q "^2 threads, trivial: best batchpipe variant = .* = [0-9.]*x plain-lockf
 grep -q "(batchpipe-pipeline: .* = [0-9.]*x batchpipe-ring (B=8))" \
 	"$tmp/ratios.txt" || fail "headline lacks pipeline / ring"
 
-# bad usage: exit 2 with a message and the usage
+# bad usage: exit 2, one line that says what is wrong, and where the usage is
 for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
 	"--pool 4 --batches 8" "--cpus 0,0" "--name a/b" "--frobnicate" \
 	"--threads 1,1" "--batches 8,8" "--variants mutex,mutex" \
@@ -145,7 +145,9 @@ for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
 	rc=$?
 	[ $rc -eq 2 ] || fail "'$bad': exit $rc, expected 2"
 	grep -q "^bpbench locks: " "$tmp/bad.err" || fail "'$bad': no message"
-	grep -q "^usage: bpbench locks" "$tmp/bad.err" || fail "'$bad': no usage"
+	grep -q "^bpbench locks: see bpbench locks --help" "$tmp/bad.err" ||
+		fail "'$bad': no pointer to --help"
+	grep -q "^usage:" "$tmp/bad.err" && fail "'$bad': the whole usage"
 done
 # --help: exit 0, every option listed
 "$BPBENCH" locks --help >"$tmp/help.txt" 2>&1 || fail "--help: exit $?"

@@ -29,12 +29,16 @@ fill_hdr='run,seed,provider,rails,bytes,page,fill_Gbps,fill_Mpages_per_s,raw_Gbp
 args='--providers shm --sizes 4K --runs 1 --ms 20 --lat-ms 20 --idle-ms 20'
 
 # shellcheck disable=SC2086 # $args is several arguments
-"$BPBENCH" rdma $args --csv --out "$tmp/o1" >"$tmp/r.csv" 2>"$tmp/err" ||
-	fail "rdma --csv exited $?: $(tail -3 "$tmp/err")"
+"$BPBENCH" rdma $args --csv --out "$tmp/o1" >"$tmp/r.csv" 2>"$tmp/err"
+rc=$?
 if grep -q 'skipped, the provider does not open' "$tmp/err"; then
+	# a run that measured nothing fails (below, with a provider that is
+	# nowhere); here it means shm is missing
+	[ $rc -eq 1 ] || fail "nothing measured, yet exit $rc"
 	echo "test_rdma: SKIP: libfabric's shm provider does not open here"
 	exit 77
 fi
+[ $rc -eq 0 ] || fail "rdma --csv exited $rc: $(tail -3 "$tmp/err")"
 grep -q 'every run verified' "$tmp/err" || fail "no verification line"
 counts=$(check_csv "$tmp/r.csv" "$pts_hdr" "$lat_hdr") || fail "bad CSV: $counts"
 # shellcheck disable=SC2086 # one count a word
@@ -83,8 +87,21 @@ for cmd in rdma rdma-fill; do
 done
 for bad in "--sizes 7" "--latency --no-latency" "--waits nosuch"; do
 	# shellcheck disable=SC2086 # the words are the arguments
-	"$BPBENCH" rdma $bad >/dev/null 2>&1
+	"$BPBENCH" rdma $bad >/dev/null 2>"$tmp/bad.err"
 	rc=$?
 	[ $rc -eq 2 ] || fail "rdma $bad exited $rc, not 2"
+	grep -q "^bpbench rdma: see bpbench rdma --help" "$tmp/bad.err" ||
+		fail "rdma $bad: no pointer to --help"
+	grep -q "^usage:" "$tmp/bad.err" && fail "rdma $bad: the whole usage"
 done
+# a provider that is nowhere: nothing measured is a failure, and says why
+"$BPBENCH" rdma --providers nosuch --quick >/dev/null 2>"$tmp/none.err"
+rc=$?
+[ $rc -eq 1 ] || fail "rdma --providers nosuch exited $rc, not 1"
+grep -q "nosuch: not here.*fi_info -l" "$tmp/none.err" ||
+	fail "rdma --providers nosuch: no word on the missing provider"
+grep -q "NOTHING MEASURED" "$tmp/none.err" ||
+	fail "rdma --providers nosuch: no word that nothing was measured"
+grep -q "every run verified" "$tmp/none.err" &&
+	fail "rdma --providers nosuch claims verified runs"
 echo "test_rdma: ok"

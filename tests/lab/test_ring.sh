@@ -83,7 +83,25 @@ for bad in "--bogus" "--runs 0" "--runs" "--points 1y1" "--queues nosuch" \
 	rc=$?
 	[ $rc -eq 2 ] || fail "ring $bad exited $rc, not 2"
 	[ -s "$tmp/err" ] || fail "ring $bad said nothing on stderr"
+	[ "$(wc -l <"$tmp/err")" -le 2 ] ||
+		fail "ring $bad: more than the message and where the usage is"
 done
+# the range of a bad value is in its message
+"$BPBENCH" ring --capacity 1000 2>"$tmp/err" >/dev/null
+grep -q "bad value '1000' for --capacity N: .*power of two, 2\.\.2^24" \
+	"$tmp/err" || fail "--capacity 1000: the message lacks the range"
+# --out is tried before anything runs: a directory that cannot be made
+# fails at once, with the subcommand's name
+"$BPBENCH" ring --out /proc/nope --quick >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] || fail "ring --out /proc/nope exited $rc, not 2"
+[ -s "$tmp/out" ] && fail "ring --out /proc/nope ran the experiment first"
+grep -q "^bpbench ring: cannot create /proc/nope" "$tmp/err" ||
+	fail "ring --out /proc/nope: $(cat "$tmp/err")"
+# --version
+"$BPBENCH" --version >"$tmp/ver" || fail "--version exited $?"
+grep -Eq '^bpbench [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/ver" ||
+	fail "--version printed: $(cat "$tmp/ver")"
 "$BPBENCH" ring --help >"$tmp/help" || fail "--help exited $?"
 for opt in --runs --ms --points --batches --queues --cpus --capacity --seed \
 	--no-single --quick --csv --json --out --name --help; do

@@ -116,7 +116,7 @@ else
 	echo "note: bpbench built without rdma, rdma preset not tested"
 fi
 
-# ---- bad usage: message, usage, exit 2 ----
+# ---- bad usage: one line, where the usage is, exit 2 ----
 for args in "pipeline --batches 0" "pipeline --batches 1,x" \
 	"pipeline --runs 0" "nosuch" "pipeline --nosuch" \
 	"pipeline -- --batches 4" "pipeline --param batches=1" \
@@ -128,9 +128,11 @@ for args in "pipeline --batches 0" "pipeline --batches 1,x" \
 	# shellcheck disable=SC2086 # the words are the arguments
 	run bad "$bp" sweep $args
 	[ "$rc" -eq 2 ] || fail "sweep $args exited $rc, expected 2"
-	grep -q 'usage: bpbench sweep' "$tmp/bad.err" ||
-		fail "sweep $args: no usage on stderr"
+	grep -q '^bpbench sweep: see bpbench sweep --help' "$tmp/bad.err" ||
+		fail "sweep $args: no pointer to --help on stderr"
+	grep -q '^usage:' "$tmp/bad.err" && fail "sweep $args: the whole usage"
 done
+[ -e "$tmp/a'b" ] || [ -e "a'b" ] && fail "--out a'b was created before it was refused"
 run help "$bp" sweep --help
 if ! { [ "$rc" -eq 0 ] && grep -q -- '--batches LIST' "$tmp/help.out" &&
 	grep -q '^  pipeline ' "$tmp/help.out" &&
