@@ -176,7 +176,7 @@ static void *flusher_main(void *arg)
 			 * held. relaxed: any recent batch size will do */
 			if (full)
 				bpi_ingress_wait(
-					p,
+					p, 1,
 					atomic_load_explicit(
 						&p->live_max_batch,
 						memory_order_relaxed),
@@ -447,11 +447,11 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 		 */
 		if (deadline < 0 || left > STALL_REPORT_NS)
 			left = STALL_REPORT_NS;
-		if (bpi_ingress_wait(p,
-				     end - h - done < UINT_MAX
-					     ? (unsigned)(end - h - done)
-					     : UINT_MAX,
-				     left) == -ETIMEDOUT &&
+		unsigned jobs = end - h - done < UINT_MAX
+					? (unsigned)(end - h - done)
+					: UINT_MAX;
+
+		if (bpi_ingress_wait(p, jobs, jobs, left) == -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
 			bpi_log(&p->log, BP_LOG_WARN,
 				"drain: %llu job(s) staged in a producer "

@@ -180,14 +180,19 @@ void bpi_pipeline_free(struct bp_pipeline *p);
 /* room_need when no thread waits for room in ingress */
 #define ROOM_NOBODY UINT_MAX
 
+/* How long a waiter for room waits for more than it needs (src/submit.c). */
+#define ROOM_LOW_WATER_NS INT64_C(1000000)
+
 /*
- * Wait until ingress has room for `need` jobs (clamped to 1..half the ring:
- * see src/submit.c) or intake is closed, as the producers' wait policy
- * says; timeout_ns < 0: no limit. Returns > 0, -ETIMEDOUT or -EINTR. Holds
- * no room: the caller reserves after it, and may find less (other
- * producers took it) or, after -ETIMEDOUT, some.
+ * Wait until ingress has room for `want` jobs, or after ROOM_LOW_WATER_NS
+ * for `need` (both clamped to 1..half the ring: see src/submit.c), or
+ * intake is closed, as the producers' wait policy says; timeout_ns < 0: no
+ * limit. Returns > 0, -ETIMEDOUT or -EINTR. Holds no room: the caller
+ * reserves after it, and may find less (other producers took it) or, after
+ * -ETIMEDOUT, some.
  */
-int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, int64_t timeout_ns);
+int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
+		     int64_t timeout_ns);
 
 /* The waker's half of bpi_ingress_wait, out of line (src/submit.c). */
 void bpi_ingress_wake(struct bp_pipeline *p);
@@ -200,7 +205,9 @@ void bpi_ingress_wake(struct bp_pipeline *p);
  */
 static inline void bpi_ingress_taken(struct bp_pipeline *p, unsigned left)
 {
-	unsigned room = p->ingress_cap - left;
+	/* left may pass the capacity: producers reserve against the cons
+	 * word other workers moved since our claim */
+	unsigned room = left < p->ingress_cap ? p->ingress_cap - left : 0;
 
 	/*
 	 * seq_cst: Dekker with room_try's publication of its need (or its

@@ -22,8 +22,9 @@
  * and slept again, a wake-up and a sleep per batch (with 4 producers on 2
  * CPUs, `bpbench app`'s producers made 65,000 context switches a second).
  * A blocking submit without a deadline waits for half (the low-water mark:
- * it comes back to room for many batches); one with a deadline, and drain,
- * for what they have left; the flusher for a batch.
+ * it comes back to room for many batches), the flusher for a batch, both
+ * for ROOM_LOW_WATER_NS at most, then for what they need; a submit with a
+ * deadline, and drain, for what they have left.
  *
  * The waiters say what they wait for in p->room_need, the smallest need of
  * them all (ROOM_NOBODY when none). A worker's take wakes not-full only
@@ -58,20 +59,57 @@ static int room_try(void *arg)
 		       &p->room_need, &cur, w->need, memory_order_seq_cst,
 		       memory_order_relaxed))
 		;
+	/*
+	 * The count after a full fence: the CAS (or the look at a need as
+	 * small) before it, the take's CAS and load on the other side. An
+	 * acquire count could be read before the CAS is seen (store then
+	 * load), and the look is only a relaxed read without it.
+	 */
+	bpi_full_fence();
 	return bp_ring_free_count(p->ingress) >= w->need ||
 	       bp_ring_is_closed(p->ingress);
 }
 
-int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, int64_t timeout_ns)
+/* 1..half the ring */
+static unsigned room_clamp(const struct bp_pipeline *p, unsigned n)
 {
 	unsigned half = p->ingress_cap / 2;
-	struct room_want w = { .p = p, .need = need < half ? need : half };
 
-	if (w.need == 0)
-		w.need = 1;
-	return bpi_wait_loop(&p->cfg.producer_wait,
-			     bpi_ring_not_full(p->ingress), room_try, &w,
-			     timeout_ns);
+	n = n < half ? n : half;
+	return n ? n : 1;
+}
+
+int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
+		     int64_t timeout_ns)
+{
+	const struct bp_wait_policy *pol = &p->cfg.producer_wait;
+	struct bpi_waitq *q = bpi_ring_not_full(p->ingress);
+	struct room_want w = {.p = p, .need = room_clamp(p, want)};
+	int64_t t0, left;
+	int rc;
+
+	need = room_clamp(p, need);
+	if (w.need <= need) {
+		w.need = need;
+		return bpi_wait_loop(pol, q, room_try, &w, timeout_ns);
+	}
+	/*
+	 * The low-water mark for ROOM_LOW_WATER_NS at most: room that comes
+	 * and then stops coming (workers held back by a sink that waits for
+	 * this very thread) lets the caller in after that, as it did before.
+	 */
+	t0 = bpi_now_ns();
+	left = timeout_ns >= 0 && timeout_ns < ROOM_LOW_WATER_NS
+		       ? timeout_ns
+		       : ROOM_LOW_WATER_NS;
+	rc = bpi_wait_loop(pol, q, room_try, &w, left);
+	if (rc != -ETIMEDOUT || left != ROOM_LOW_WATER_NS)
+		return rc;
+	w.need = need;
+	left = timeout_ns < 0 ? -1 : timeout_ns - (bpi_now_ns() - t0);
+	if (timeout_ns >= 0 && left <= 0)
+		return -ETIMEDOUT;
+	return bpi_wait_loop(pol, q, room_try, &w, left);
 }
 
 void bpi_ingress_wake(struct bp_pipeline *p)
@@ -171,8 +209,8 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		 * the same way). With one, for room for what is left; at the
 		 * deadline, one more try: any room there is will do.
 		 */
-		int rc = bpi_ingress_wait(p, deadline < 0 ? UINT_MAX : n - done,
-					  left);
+		int rc = bpi_ingress_wait(
+			p, n - done, deadline < 0 ? UINT_MAX : n - done, left);
 
 		if (rc < 0 && rc != -ETIMEDOUT)
 			return done ? (int)done : rc;

@@ -165,8 +165,9 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * timeout_ns (< 0: no limit), and returns n, or the count accepted before
  * the timeout, or -ETIMEDOUT if none. Finding ingress full, a submit
  * without a limit waits until half of it is free (so that it comes back to
- * room for many batches, not for one); one with a limit waits for room for
- * what it has left, and takes any room there is at the limit. BP_SUBMIT_NONBLOCK: returns the count
+ * room for many batches, not for one), for a millisecond at most, then for
+ * room for what it has left; one with a limit waits for room for what it
+ * has left, and takes any room there is at the limit. BP_SUBMIT_NONBLOCK: returns the count
  * accepted (1..n) or -EAGAIN. Any thread may submit; jobs of one thread
  * keep their order. Returns -EPIPE once drain or abort has begun, -EINTR
  * when a signal interrupted a sleep before any job was accepted, -EINVAL

@@ -685,17 +685,43 @@ static int room_result(struct room_submit *r)
 	return atomic_load(&r->rc);
 }
 
+/* Until n threads sleep waiting for room in ingress (10 s). */
+static bool room_sleepers_are(struct bp_pipeline *p, unsigned n)
+{
+	int64_t end = pt_now_ns() + 10 * (int64_t)1000000000;
+
+	while (__atomic_load_n(&bpi_ring_not_full(p->ingress)->sleepers,
+			       __ATOMIC_SEQ_CST) != n)
+		if (pt_now_ns() > end)
+			return false;
+		else
+			pt_sleep_ns(100000);
+	return true;
+}
+
+/* Submit single jobs without waiting until ingress says -EAGAIN. */
+static unsigned fill_ingress(struct bp_pipeline *p, struct bp_job **a,
+			     unsigned next, unsigned n)
+{
+	while (next < n &&
+	       bp_pipeline_submit(p, a + next, 1, BP_SUBMIT_NONBLOCK, -1) == 1)
+		next++;
+	return next;
+}
+
 /*
- * Threads blocked on a full ingress wait for needs of their own: a submit
- * without a limit for half the ring, one with a limit for what it has left,
- * and at its limit it takes what room there is. Each must be woken once its
- * need is there, with another waiter's larger need published first; none
- * may time out with room there.
+ * Threads blocked on a full ingress wait for needs of their own, and each
+ * is woken once its need is there: a small need with a larger one
+ * published first, then the larger one; a submit without a limit (half the
+ * ring, then after ROOM_LOW_WATER_NS what it has left) gets the one slot
+ * that comes, although no more come; a timed submit takes at its limit the
+ * room it got, less than it waited for.
  */
 static void test_room_needs(void **unused)
 {
+	const int64_t long_ns = 60 * (int64_t)1000000000;
 	struct sinkc *s = sinkc_new();
-	struct room_submit big, small, timed;
+	struct room_submit big, small, untimed, timed;
 	struct gate g;
 	struct bp_pipeline *p;
 	struct tjob j[64];
@@ -704,38 +730,43 @@ static void test_room_needs(void **unused)
 
 	(void)unused;
 	p = gate_pipeline(s, &g, 16, 64, j, a, 64); /* half of ingress: 8 */
-
 	/* job 0 in the stage, jobs 1..16 fill ingress */
 	assert_int_equal(bp_pipeline_submit(p, a, 1, 0, -1), 1);
 	assert_true(wait_entered(&g, 1));
-	assert_int_equal(bp_pipeline_submit(p, a + 1, 16, BP_SUBMIT_NONBLOCK,
-					    -1),
-			 16);
-	assert_int_equal(bp_pipeline_submit(p, a + 17, 1, BP_SUBMIT_NONBLOCK,
-					    -1),
-			 -EAGAIN);
+	next = fill_ingress(p, a, 1, 64);
+	assert_int_equal(next, 17);
 
-	/* a waiter for half the ring, then one for a single slot */
-	room_start(&big, p, a + 17, 1, -1);
-	pt_sleep_ms(20);
-	room_start(&small, p, a + 18, 1, 60 * (int64_t)1000000000);
-	pt_sleep_ms(20);
-	/* one job done: the worker takes the next, one slot is free */
+	/* timed waiters, asleep: need 8 published, then need 1 */
+	room_start(&big, p, a + 17, 8, long_ns);
+	assert_true(room_sleepers_are(p, 1));
+	room_start(&small, p, a + 25, 1, long_ns);
+	assert_true(room_sleepers_are(p, 2));
+	/* one job done: the worker takes the next, one slot is free: the
+	 * small need gets it, the big one waits on */
 	atomic_fetch_add(&g.permits, 1);
 	assert_int_equal(room_result(&small), 1);
 	assert_int_equal(pthread_join(small.t, NULL), 0);
-	/* eight more: half the ring free, the first waiter gets its slot */
+	assert_int_equal(atomic_load(&big.rc), INT_MIN);
+	/* eight more done: eight free, the big need is met */
 	atomic_fetch_add(&g.permits, 8);
-	assert_int_equal(room_result(&big), 1);
+	assert_int_equal(room_result(&big), 8);
 	assert_int_equal(pthread_join(big.t, NULL), 0);
-	next = 19;
+	next = 26;
 
-	/* refill, then a timed submit of 10 that can get only 3 by its limit */
-	while (bp_pipeline_submit(p, a + next, 1, BP_SUBMIT_NONBLOCK, -1) == 1)
-		next++;
+	/* without a limit: one slot comes and no more; it gets it */
+	next = fill_ingress(p, a, next, 64);
+	room_start(&untimed, p, a + next, 1, -1);
+	assert_true(room_sleepers_are(p, 1));
+	atomic_fetch_add(&g.permits, 1);
+	assert_int_equal(room_result(&untimed), 1);
+	assert_int_equal(pthread_join(untimed.t, NULL), 0);
+	next++;
+
+	/* a timed submit of 10 that can get only 3 by its limit */
+	next = fill_ingress(p, a, next, 64);
 	assert_true(next + 10 <= 64);
-	room_start(&timed, p, a + next, 10, 300 * (int64_t)1000000);
-	pt_sleep_ms(20);
+	room_start(&timed, p, a + next, 10, 2 * (int64_t)1000000000);
+	assert_true(room_sleepers_are(p, 1));
 	atomic_fetch_add(&g.permits, 3);
 	assert_int_equal(room_result(&timed), 3);
 	assert_int_equal(pthread_join(timed.t, NULL), 0);
