@@ -106,7 +106,7 @@ struct bp_pipeline {
 	struct bp_stage stage; /* the caller's table may go after create */
 	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
 	struct bp_ring *ingress;
-	unsigned ingress_cap; /* bp_ring_capacity(ingress), read per take */
+	unsigned ingress_cap; /* bp_ring_capacity(ingress) */
 	struct bp_worker *workers;
 	unsigned nworkers;
 	/* workers kept awake at most by passed-on wake-ups: the CPUs they may
@@ -198,24 +198,27 @@ int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
 void bpi_ingress_wake(struct bp_pipeline *p);
 
 /*
- * After a worker's take from ingress left `left` jobs there: wake the
- * threads waiting for room once there is as much as one of them waits for.
- * A take that leaves less wakes nobody, so a waiter sleeps through the
- * takes that would only let it in for one batch and out again.
+ * After a worker's take from ingress: wake the threads waiting for room once
+ * there is as much as one of them waits for. A take that leaves less wakes
+ * nobody, so a waiter sleeps through the takes that would only let it in
+ * for one batch and out again. With nobody waiting (the usual case) this is
+ * one load of a line nobody writes: the count of free slots, which reads
+ * the producers' line, only when somebody waits.
  */
-static inline void bpi_ingress_taken(struct bp_pipeline *p, unsigned left)
+static inline void bpi_ingress_taken(struct bp_pipeline *p)
 {
-	/* left may pass the capacity: producers reserve against the cons
-	 * word other workers moved since our claim */
-	unsigned room = left < p->ingress_cap ? p->ingress_cap - left : 0;
-
 	/*
 	 * seq_cst: Dekker with room_try's publication of its need (or its
-	 * arming, when it finds one published): the take's claim was a
-	 * seq_cst CAS (ingress has many consumers), this load follows it, so
-	 * either we see the need or the waiter's re-check sees our take.
+	 * look at one as small): the take's claim was a seq_cst CAS (ingress
+	 * has many consumers), this load follows it, so either we see the
+	 * need or the waiter's count sees our take. The count below is of
+	 * now, after our take: room another take made counts too.
 	 */
-	if (room >= atomic_load_explicit(&p->room_need, memory_order_seq_cst))
+	unsigned need =
+		atomic_load_explicit(&p->room_need, memory_order_seq_cst);
+
+	if (__builtin_expect(need != ROOM_NOBODY, 0) &&
+	    bp_ring_free_count(p->ingress) >= need)
 		bpi_ingress_wake(p);
 }
 

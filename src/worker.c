@@ -376,7 +376,6 @@ static int take_batch(struct bp_worker *w)
 	struct bp_pipeline *p = w->p;
 	unsigned room = take_room(w, w->cfg->max_batch);
 	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
-	unsigned left;
 	int n;
 
 	if (want == 0)
@@ -384,10 +383,10 @@ static int take_batch(struct bp_worker *w)
 	/* no wake check of the ring's own: threads waiting for room wait
 	 * for a need of theirs, and bpi_ingress_taken wakes them then */
 	n = bpi_ring_dequeue_burst_left(p->ingress, (void **)w->buf, want,
-					&left);
+					NULL);
 	if (n <= 0)
 		return n;
-	bpi_ingress_taken(p, left);
+	bpi_ingress_taken(p);
 	if (w->pass_on)
 		pass_wake_on(w);
 	w->taken += (uint64_t)n;
