@@ -36,7 +36,8 @@
  *   after_stage)
  *  flusher (walk,   the oldest staged job  submit what         BUSY -> 0;
  *   flusher.c)      is past the deadline,  ingress has room    CLOSED on
- *                   the owner away         for now, never wait -EPIPE
+ *                   or a flush round owes  for now, never wait -EPIPE
+ *                   it; the owner away
  *  drain's close    drain or abort         a membarrier; fix   BUSY|CLOSED
  *  (close_handle,   begins; join, for a    claim_end; nothing  -> CLOSED
  *   flusher.c)      handle it missed       else                at once

@@ -89,10 +89,42 @@ static bool flusher_submit(struct bp_pipeline *p, struct bp_producer *pr,
 }
 
 /*
+ * A flush round (bp_pipeline_flush): the first walk of the round notes
+ * every handle's tail; jobs staged below it are due at once, and the
+ * round lasts while a handle's head is below it. A handle a drain closed
+ * keeps the round open (drain submits its jobs, and the flush waits for
+ * the end instead); one its owner closed, or whose last submit by the
+ * flusher failed (the owner gets those jobs back, with the error, from its
+ * next call: they are no longer the pipeline's), does not. Returns whether
+ * jobs of pr stay for the round.
+ */
+static bool force_owes(struct bp_pipeline *p, struct bp_producer *pr,
+		       uint64_t c)
+{
+	struct bpi_flusher *fl = &p->fl;
+
+	if (pr->force_gen != fl->force_round) {
+		/* acquire: as the walk's look at tail */
+		pr->force_tail =
+			atomic_load_explicit(&pr->tail, memory_order_acquire);
+		pr->force_gen = fl->force_round;
+	}
+	if (bpi_claim_head(c) >= pr->force_tail || (c & CLAIM_IDLE))
+		return false;
+	if (c & CLAIM_CLOSED)
+		/* relaxed: stopping is for good; a stale no is an owner's */
+		return atomic_load_explicit(&p->state, memory_order_relaxed) >=
+		       P_STOPPING;
+	/* relaxed: a hint, as in walk() */
+	return !atomic_load_explicit(&pr->flusher_err, memory_order_relaxed);
+}
+
+/*
  * Walk the handles once. claim: submit those whose oldest staged job is
- * due. *next: the earliest deadline still ahead (-1: none). Returns
- * whether to walk again at once (a claim took time, or a handle changed
- * under the look). Sets *claimed after a claim.
+ * due (or owed to a flush round). *next: the earliest deadline still
+ * ahead (-1: none). Returns whether to walk again at once (a claim took
+ * time, or a handle changed under the look). Sets *claimed after a claim,
+ * fl->force_left when a flush round is owed jobs.
  */
 static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 		 bool *claimed, bool *full)
@@ -112,8 +144,10 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	     pr = atomic_load(&pr->next)) {
 		uint64_t c = bpi_claim_word(pr);
 		uint64_t h = bpi_claim_head(c), t;
+		bool owed = fl->force_round && force_owes(p, pr, c);
 		int64_t due;
 
+		fl->force_left |= owed;
 		/* relaxed: hints; flusher_submit re-reads them under claim */
 		if ((c & (CLAIM_BUSY | CLAIM_CLOSED | CLAIM_IDLE)) ||
 		    atomic_load_explicit(&pr->flusher_err,
@@ -134,6 +168,8 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 			atomic_load_explicit(&pr->stage_ns[h & pr->mask],
 					     memory_order_acquire),
 			deadline_ns);
+		if (owed)
+			due = now; /* a flush waits for it */
 		/* relaxed: ordered by the acquire above */
 		if (atomic_load_explicit(&pr->claim, memory_order_relaxed) !=
 		    c) {
@@ -159,6 +195,41 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	return again;
 }
 
+/* How often a flush round looks again at a handle whose owner is busy. */
+#define FORCE_POLL_NS INT64_C(20000)
+
+/* A flush asked for a round that has not begun? */
+static bool force_asked(struct bpi_flusher *fl)
+{
+	/* acquire: pairs with bp_pipeline_flush's seq_cst increment (the
+	 * wake's Dekker partner is the prepare's fence before this) */
+	return !fl->force_round &&
+	       atomic_load_explicit(&fl->force_req, memory_order_acquire) !=
+		       atomic_load_explicit(&fl->force_done,
+					    memory_order_relaxed);
+}
+
+/* Begin a round for every request so far (later ones wait for the next). */
+static void force_begin(struct bpi_flusher *fl)
+{
+	if (force_asked(fl))
+		/* relaxed: the acquire in force_asked read it */
+		fl->force_round = atomic_load_explicit(&fl->force_req,
+						       memory_order_relaxed);
+}
+
+/* The round's jobs are all submitted: answer every request it covers. */
+static void force_end(struct bp_pipeline *p)
+{
+	struct bpi_flusher *fl = &p->fl;
+
+	/* release: the submits before the answer */
+	atomic_store_explicit(&fl->force_done, fl->force_round,
+			      memory_order_release);
+	fl->force_round = 0;
+	bpi_waitq_wake_all_slow(&p->flush.wq);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct bp_pipeline *p = arg;
@@ -168,10 +239,25 @@ static void *flusher_main(void *arg)
 	/* acquire: pairs with the release in bpi_flusher_close */
 	while (!atomic_load_explicit(&fl->stop, memory_order_acquire)) {
 		int64_t next, next2;
-		bool full = false;
+		bool full = false, again;
 		uint32_t key;
 
-		if (walk(p, true, &next, &claimed, &full)) {
+		force_begin(fl);
+		fl->force_left = false;
+		again = walk(p, true, &next, &claimed, &full);
+		if (fl->force_round && !fl->force_left && !again) {
+			force_end(p);
+			continue;
+		}
+		if (fl->force_round && !again) {
+			/* a handle's owner holds jobs the round waits for:
+			 * look again soon */
+			int64_t soon = bpi_now_ns() + FORCE_POLL_NS;
+
+			if (next < 0 || soon < next)
+				next = soon;
+		}
+		if (again) {
 			/* until room for a handle's batch, or close: no claim
 			 * held. relaxed: any recent batch size will do */
 			if (full)
@@ -200,7 +286,8 @@ static void *flusher_main(void *arg)
 		/* acquire: pairs with the release in bpi_flusher_close */
 		if (walk(p, false, &next2, &claimed, &full) ||
 		    atomic_load_explicit(&fl->stop, memory_order_acquire) ||
-		    (next2 >= 0 && next2 <= bpi_now_ns())) {
+		    (next2 >= 0 && next2 <= bpi_now_ns()) ||
+		    force_asked(fl)) {
 			bpi_waitq_cancel(&fl->wq);
 			continue;
 		}
@@ -239,6 +326,16 @@ static int start_flusher(struct bp_pipeline *p)
 	}
 	fl->started = true;
 	return 0;
+}
+
+bool bpi_flusher_started(struct bp_pipeline *p)
+{
+	bool started;
+
+	bpi_spin_lock(&p->fl.lock); /* cold: once per bp_pipeline_flush */
+	started = p->fl.started;
+	bpi_spin_unlock(&p->fl.lock);
+	return started;
 }
 
 int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr)
@@ -532,6 +629,8 @@ int bpi_flusher_close(struct bp_pipeline *p, int64_t deadline)
 		/* release: pairs with the flusher's acquire of stop */
 		atomic_store_explicit(&fl->stop, 1, memory_order_release);
 		bpi_waitq_wake_all_slow(&fl->wq);
+		/* a flush waiting for a round: there will be none */
+		bpi_waitq_wake_all_slow(&p->flush.wq);
 	}
 	bpi_spin_unlock(&fl->lock);
 	if (k) {

@@ -38,7 +38,19 @@ struct bpi_flusher {
 	alignas(BP_FALSE_SHARING) _Atomic int64_t sleep_until;
 	struct bpi_waitq wq;	  /* the flusher sleeps here */
 	struct bpi_waitq walk_wq; /* handle removal waits here for a walk */
+	/*
+	 * bp_pipeline_flush's first step (src/flush.h): callers fetch_add
+	 * force_req and wake wq; the flusher answers in force_done once
+	 * every handle's staged jobs of then are submitted.
+	 */
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t force_req;
+	_Atomic uint64_t force_done;
+	uint64_t force_round; /* the flusher's: the request it answers, 0 */
+	bool force_left;      /* the flusher's: a walk saw jobs left */
 };
+
+/* Whether the flusher thread runs (it does from the first handle on). */
+bool bpi_flusher_started(struct bp_pipeline *p);
 
 /* Add pr to p's registry; the first handle starts the flusher thread. */
 int bpi_flusher_add(struct bp_pipeline *p, struct bp_producer *pr);

@@ -42,6 +42,8 @@ struct bp_producer {
 	struct bpi_waitq claim_wq; /* waiters for CLAIM_BUSY to clear */
 	/* registry: the flusher walks it without a lock (flusher.c) */
 	_Atomic(struct bp_producer *) next;
+	/* the flusher's own: the tail when its flush round force_gen began */
+	uint64_t force_gen, force_tail;
 };
 
 /* Free a handle's memory (its owner's destroy, or drain's unpin). */

@@ -153,6 +153,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
 	bpi_waitq_init(&p->stop_wq);
+	bpi_waitq_init(&p->flush.wq);
 	/*
 	 * Workers, the sink and blocked producers go to sleep and wake up
 	 * often (more so with more workers than cores): on these queues the

@@ -18,6 +18,7 @@
 #include "src/base/clock.h"
 #include "src/base/counter.h"
 #include "src/base/log.h"
+#include "src/flush.h"
 #include "src/flusher.h"
 #include "src/ring_internal.h"
 #include "src/waitq.h"
@@ -158,6 +159,7 @@ struct bp_pipeline {
 	alignas(BP_FALSE_SHARING) _Atomic unsigned room_need;
 
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
+	struct bpi_flush flush; /* bp_pipeline_flush (src/flush.h) */
 };
 
 /* A flush deadline as the ns that live_flush_ns holds: past INT64_MAX, never.

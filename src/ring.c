@@ -1075,6 +1075,18 @@ uint64_t bpi_ring_enqueued(const struct bp_ring *r)
 	return ((ph >> 1) - r->start) & (BPI_RING_POS_SPACE - 1);
 }
 
+uint64_t bpi_ring_reserved_pos(const struct bp_ring *r, uint64_t *count)
+{
+	/* relaxed: see ring_internal.h */
+	uint64_t pos = (atomic_load_explicit(&r->prod_head,
+					     memory_order_relaxed) >>
+			1) &
+		       (BPI_RING_POS_SPACE - 1);
+
+	*count = (pos - r->start) & (BPI_RING_POS_SPACE - 1);
+	return pos;
+}
+
 static __attribute__((noinline)) int reserve_slow(struct bp_ring *r, unsigned n,
 						  uint64_t *pos)
 {

@@ -62,6 +62,14 @@ void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
 int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n);
 
 /*
+ * One look at the reservations: the next position producers will reserve
+ * (modulo BPI_RING_POS_SPACE), and in *count how many they have reserved
+ * since the ring was made (as bpi_ring_enqueued). Relaxed: a caller that
+ * must see a given reservation orders itself after it.
+ */
+uint64_t bpi_ring_reserved_pos(const struct bp_ring *r, uint64_t *count);
+
+/*
  * bp_ring_dequeue_burst() without its not-full wake check, for a consumer
  * that wakes the ring's producers on a condition of its own (the
  * pipeline's ingress: bpi_ingress_taken). *left: as *available. On a

@@ -89,7 +89,13 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 	bpi_stat_add(&p->st_failed, n - ok - cancelled);
 	bpi_stat_add(&p->st_cancelled, cancelled);
 	bpi_stat_add(&p->st_sink_batches, 1);
+	/* the seqs before the callback, which may recycle the jobs; the
+	 * answer after it, once they are delivered */
+	bool flushed = bpi_flush_count(&p->flush, jobs, n, SEQ_MASK);
+
 	p->cfg.sink(p->cfg.sink_ctx, jobs, n);
+	if (__builtin_expect(flushed, 0))
+		bpi_flush_sink_done(&p->flush);
 }
 
 /*
@@ -204,10 +210,14 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 	}
 }
 
-/* Wake condition of an idle sink: a job to take, or a stream to end. */
+/* Wake condition of an idle sink: a job to take, a stream to end, or a
+ * flush to mark. */
 static int sink_has_work(void *arg)
 {
 	struct bp_pipeline *p = arg;
+
+	if (bpi_flush_pending(&p->flush))
+		return 1;
 
 	for (unsigned i = 0; i < p->nworkers; i++) {
 		struct bp_ring *r = p->workers[i].egress;
@@ -231,6 +241,9 @@ void *bpi_sink_main(void *arg)
 	bpi_self_set(p);
 	while (open > 0) {
 		unsigned progress = 0;
+
+		if (__builtin_expect(bpi_flush_pending(&p->flush), 0))
+			bpi_flush_sink_adopt(p, &p->flush);
 
 		for (unsigned i = 0; i < p->nworkers; i++) {
 			int n;
@@ -264,5 +277,7 @@ void *bpi_sink_main(void *arg)
 		}
 	}
 	bpi_thread_exited(p, &p->sink_exited);
+	/* a flush waiting for the sink: everything is through */
+	bpi_waitq_wake_all_slow(&p->flush.wq);
 	return NULL;
 }

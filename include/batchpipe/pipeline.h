@@ -182,6 +182,28 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns);
 
 /*
+ * Wait until every job accepted before the call has been delivered to the
+ * sink (the sink callback has been called with it), up to timeout_ns (< 0:
+ * no limit), without ending the pipeline: intake stays open, and other
+ * threads submit meanwhile (their jobs are not waited for, though some may
+ * be delivered first). Accepted: taken by bp_pipeline_submit, or staged by
+ * bp_producer_submit in any handle of this pipeline (the flusher submits
+ * those at once, without waiting for their flush deadline). Ordered
+ * pipelines deliver those jobs in order, as always; jobs cancelled by an
+ * abort count as delivered (with their status).
+ *
+ * Returns 0; -ETIMEDOUT at the deadline (logged, with how many jobs the
+ * pipeline holds); -EDEADLK from a stage or sink callback of this
+ * pipeline (logged: its own thread would have to deliver); -EPIPE when a
+ * drain or abort that gave up at its deadline left jobs of before the call
+ * staged in handles (bp_producer_destroy returns them); -EINVAL for NULL.
+ * Before bp_pipeline_start: 0 (nothing was accepted). During a drain or
+ * abort it waits for the end of the stream. Any thread, and several at
+ * once; not concurrently with bp_pipeline_destroy.
+ */
+int bp_pipeline_flush(struct bp_pipeline *p, int64_t timeout_ns);
+
+/*
  * Stop intake, let the workers finish every job, deliver everything, join
  * the threads, waiting up to timeout_ns (< 0: no limit). Returns 0 once
  * every job was delivered, those that producer handles had staged
