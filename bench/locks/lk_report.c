@@ -197,6 +197,73 @@ static void lk_print_headlines(FILE *f, const struct lk_opts *o,
 	}
 }
 
+/*
+ * The targets of the locks experiment, judged on this run at 16 and 32
+ * threads (the thread counts it names; n/a where the run had neither):
+ * trivial jobs, 16 threads: the best batchpipe variant >= 0.9 of
+ * plain-lockfree, batchpipe-pipeline >= 0.6 of batchpipe-ring; jobs with
+ * work: the best batchpipe variant >= 90 % of the compute ceiling.
+ */
+static void lk_print_targets(FILE *f, const struct lk_opts *o,
+			     const struct lk_results *r)
+{
+	bool any = false;
+
+	fprintf(f, "\nHEADLINE (targets; best B of each variant, medians)\n");
+	for (int t = 0; t < o->nthreads; t++) {
+		unsigned n = o->threads[t];
+		struct lk_headline h;
+
+		if (n != 16 && n != 32)
+			continue;
+		lk_headline(o, r, t, &h);
+		if (h.best_v < 0)
+			continue;
+		if (o->work_ns) {
+			double pct = lk_pct_ceiling(o, r, h.best_v, t,
+						    h.best_b);
+
+			any = true;
+			if (isnan(pct))
+				fprintf(f, "  %u threads: best batchpipe >= "
+					   "90 %% of the ceiling: n/a\n", n);
+			else
+				fprintf(f,
+					"  %u threads: best batchpipe >= 90 %% "
+					"of the ceiling: %s (%s %.0f %%)\n",
+					n, pct >= 90 ? "met" : "MISSED",
+					o->vars[h.best_v]->name, pct);
+			continue;
+		}
+		if (n != 16)
+			continue;
+		any = true;
+		if (isnan(lk_ratio(h.best, h.plain)))
+			fprintf(f, "  16 threads: best batchpipe >= 0.9 of %s: "
+				   "n/a\n", lk_plain_lockfree.name);
+		else
+			fprintf(f,
+				"  16 threads: best batchpipe >= 0.9 of %s: %s "
+				"(%s %.2f)\n",
+				lk_plain_lockfree.name,
+				h.best / h.plain >= 0.9 ? "met" : "MISSED",
+				o->vars[h.best_v]->name, h.best / h.plain);
+		if (isnan(lk_ratio(h.pipeline, h.ring)))
+			fprintf(f, "  16 threads: %s >= 0.6 of %s: n/a\n",
+				lk_batchpipe_pipeline.name,
+				lk_batchpipe_ring.name);
+		else
+			fprintf(f, "  16 threads: %s >= 0.6 of %s: %s (%.2f)\n",
+				lk_batchpipe_pipeline.name,
+				lk_batchpipe_ring.name,
+				h.pipeline / h.ring >= 0.6 ? "met" : "MISSED",
+				h.pipeline / h.ring);
+	}
+	if (!any)
+		fprintf(f, "  n/a: the targets are at 16 (and, with --work-ns, "
+			   "32) threads; this run had neither\n");
+}
+
 static int lk_name_width(const struct lk_opts *o)
 {
 	int w = 7;
@@ -355,6 +422,7 @@ void lk_print_table(FILE *f, const void *report)
 	lk_print_all(f, rep->o, rep->r);
 	fprintf(f, "\n");
 	lk_print_headlines(f, rep->o, rep->r);
+	lk_print_targets(f, rep->o, rep->r);
 }
 
 void lk_print_csv(FILE *f, const void *report)

@@ -87,6 +87,17 @@ static int ring_find_queue(const struct ring_opts *o,
 	return -1;
 }
 
+/* DPDK's MP/MC rte_ring, where it is built and runs; else -1. */
+static int ring_find_rte(const struct ring_opts *o)
+{
+#if BENCH_HAVE_DPDK
+	return ring_find_queue(o, &bench_q_rte_ring);
+#else
+	(void)o;
+	return -1;
+#endif
+}
+
 static int ring_find_point(const struct ring_opts *o, unsigned P, unsigned C)
 {
 	for (int pt = 0; pt < o->npoints; pt++)
@@ -157,6 +168,112 @@ static void ring_print_ceiling(FILE *f, const struct ring_opts *o,
 			bench_table_str(&t, "-");
 	}
 }
+
+static const char *verdict(bool met)
+{
+	return met ? "met" : "MISSED";
+}
+
+/* Every PxC x B point: batchpipe / best other >= 1; the worst one. */
+static void ring_headline_points(FILE *f, const struct ring_opts *o,
+				 const struct ring_results *r, double geomean,
+				 int nratio)
+{
+	double worst = INFINITY;
+	int below = 0, wpt = 0, wb = 0, best_q;
+
+	for (int pt = 0; pt < o->npoints; pt++)
+		for (int b = 0; b < o->nbatches; b++) {
+			double ratio = ring_ratio(o, r, pt, b, &best_q);
+
+			if (isnan(ratio))
+				continue;
+			below += ratio < 1.0;
+			if (ratio < worst) {
+				worst = ratio;
+				wpt = pt;
+				wb = b;
+			}
+		}
+	if (!nratio) {
+		fprintf(f, "  every point >= the best other queue: n/a\n");
+		return;
+	}
+	fprintf(f,
+		"  every PxC x B point >= the best other queue: %s (%d of %d "
+		"below; worst %.2f at %ux%u B=%u)\n",
+		verdict(!below), below, nratio, worst, o->points[wpt][0],
+		o->points[wpt][1], o->batches[wb]);
+	fprintf(f, "  geometric mean of the ratios >= 1.6: %s (%.2f)\n",
+		verdict(geomean >= 1.6), geomean);
+}
+
+/*
+ * The ring's targets, judged on this run: the points against the best
+ * other queue, batchpipe-sp-sc against the SPSC ceiling at 1x1, and the
+ * single-thread cost of batchpipe (MP/MC) against DPDK's rte_ring (MP/MC)
+ * at every B. A target whose queues did not run says n/a.
+ */
+static void ring_print_headline(FILE *f, const struct ring_opts *o,
+				const struct ring_results *r, double geomean,
+				int nratio)
+{
+	int sp = ring_find_queue(o, &bench_q_batchpipe_sp_sc);
+	int ce = ring_find_queue(o, &bench_q_spsc);
+	int bp = ring_find_queue(o, &bench_q_batchpipe);
+	int rte = ring_find_rte(o);
+	int p11 = ring_find_point(o, 1, 1);
+
+	fprintf(f, "\nHEADLINE (targets; medians of this run)\n");
+	ring_headline_points(f, o, r, geomean, nratio);
+	if (sp >= 0 && ce >= 0 && p11 >= 0) {
+		double worst = INFINITY;
+
+		for (int b = 0; b < o->nbatches; b++) {
+			double v = ring_median(r, p11, b, sp, NULL, NULL) /
+				   ring_median(r, p11, b, ce, NULL, NULL);
+
+			if (v < worst)
+				worst = v;
+		}
+		fprintf(f,
+			"  batchpipe-sp-sc >= 0.9 of %s at 1x1, every B: %s "
+			"(worst %.2f)\n",
+			o->queues[ce]->name, verdict(worst >= 0.9), worst);
+	} else {
+		fprintf(f, "  batchpipe-sp-sc >= 0.9 of the SPSC ceiling: n/a "
+			   "(needs both queues and the 1x1 point)\n");
+	}
+	if (o->single && bp >= 0 && rte >= 0) {
+		double worst = 0;
+		unsigned wb = 0;
+
+		for (int b = 0; b < o->nbatches; b++) {
+			double v = ring_single_median(r, b, bp) /
+				   ring_single_median(r, b, rte);
+
+			if (v > worst) {
+				worst = v;
+				wb = o->batches[b];
+			}
+		}
+		fprintf(f,
+			"  single thread, batchpipe's cost <= rte_ring's at "
+			"every B: %s (worst %.2fx at B=%u; per B:",
+			verdict(worst <= 1.0), worst, wb);
+		for (int b = 0; b < o->nbatches; b++)
+			fprintf(f, " %u: %.2f", o->batches[b],
+				ring_single_median(r, b, bp) /
+					ring_single_median(r, b, rte));
+		fprintf(f, ")\n");
+	} else {
+		fprintf(f, "  single thread, batchpipe's cost <= rte_ring's: "
+			   "n/a (needs the single-thread table and rte_ring)\n");
+	}
+}
+
+static void ring_print_single(FILE *f, const struct ring_opts *o,
+			      const struct ring_results *r);
 
 void ring_print_table(FILE *f, const void *ctx)
 {
@@ -267,8 +384,20 @@ void ring_print_table(FILE *f, const void *ctx)
 			}
 		}
 
-	if (!o->single)
-		return;
+	if (o->single)
+		ring_print_single(f, o, r);
+	if (bpq >= 0)
+		ring_print_headline(f, o, r,
+				    nratio ? exp(log_sum / nratio) : NAN,
+				    nratio);
+}
+
+/* The single-thread table: ns per item, enqueue B then dequeue B. */
+static void ring_print_single(FILE *f, const struct ring_opts *o,
+			      const struct ring_results *r)
+{
+	struct bench_table t;
+
 	fprintf(f,
 		"\nsingle thread, enqueue B then dequeue B: ns per item "
 		"(median of %u, %u ms each)\n",

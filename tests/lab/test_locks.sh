@@ -155,5 +155,14 @@ for o in threads batches variants work-ns runs ms pool cpus seed quick csv \
 	out name help; do
 	grep -q "^  --$o" "$tmp/help.txt" || fail "--help lacks --$o"
 done
+# the targets at 16 threads, each with its verdict
+"$BPBENCH" locks --variants batchpipe-ring,batchpipe-pipeline,plain-lockfree \
+	--threads 16 --batches 8 --runs 1 --ms 20 --pool 256 \
+	>"$tmp/targets.txt" 2>"$tmp/targets.err" ||
+	fail "targets: exit $? ($(tail -n 1 "$tmp/targets.err"))"
+grep -Eq '^  16 threads: best batchpipe >= 0.9 of plain-lockfree: (met|MISSED)' \
+	"$tmp/targets.txt" || fail "no verdict on best batchpipe / plain-lockfree"
+grep -Eq '^  16 threads: batchpipe-pipeline >= 0.6 of batchpipe-ring: (met|MISSED)' \
+	"$tmp/targets.txt" || fail "no verdict on pipeline / ring"
 echo "PASS"
 exit 0

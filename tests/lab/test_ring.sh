@@ -74,6 +74,14 @@ for q in rte_ring rte_ring-hts rte_ring-rts moodycamel; do
 done
 grep -q '^batchpipe-sp-sc against spsc-ceiling' "$tmp/all" ||
 	fail "no SP/SC ceiling table"
+# the targets, each with its verdict (or n/a where a queue did not run)
+grep -q '^HEADLINE (targets' "$tmp/all" || fail "no HEADLINE"
+for t in 'every PxC x B point >= the best other queue' \
+	'geometric mean of the ratios >= 1.6' 'batchpipe-sp-sc >= 0.9 of' \
+	"single thread, batchpipe's cost <= rte_ring's"; do
+	grep -Eq "^  $t.*: (met|MISSED|n/a)" "$tmp/all" ||
+		fail "HEADLINE lacks a verdict on: $t"
+done
 
 # bad usage: exit status 2, a message on stderr
 for bad in "--bogus" "--runs 0" "--runs" "--points 1y1" "--queues nosuch" \
