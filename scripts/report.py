@@ -113,6 +113,48 @@ def ratio_text(v):
     return "-" if v is None else ("%.0fx" % v if v >= 10 else "%.2fx" % v)
 
 
+MISSED_RE = re.compile(r"\b(MISSED|MISSES)\b")
+MET_RE = re.compile(r"\b(met|meets|MET)\b")
+
+
+def target_lines(path):
+    """The targets a step's table judges, as (target, verdict) pairs:
+    every line of its HEADLINE block that says met / meets / MISSED /
+    MISSES / n/a (a line with several verdicts, "a: meets; b: MISSES",
+    gives one pair each). [] when the table has no HEADLINE."""
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    out, inside = [], False
+    for line in lines:
+        if line.startswith("HEADLINE"):
+            inside = True
+            continue
+        if not inside:
+            continue
+        if not line.strip():
+            inside = False
+            continue
+        for part in line.strip().split("; "):
+            if MISSED_RE.search(part):
+                out.append((part, "MISSED"))
+            elif MET_RE.search(part):
+                out.append((part, "met"))
+            elif re.search(r":\s*n/a\b", part):
+                out.append((part, "n/a"))
+    return out
+
+
+def target_count(pairs):
+    """"2 met, 1 MISSED" (n/a left out), or "" without targets."""
+    met = sum(1 for _, v in pairs if v == "met")
+    missed = sum(1 for _, v in pairs if v == "MISSED")
+    if not met and not missed:
+        return ""
+    return "%d met, %d MISSED" % (met, missed)
+
+
 class Report:
     """Collects sections as (markdown, html) pairs and the summary lines."""
 
@@ -229,7 +271,23 @@ class Report:
         if state.startswith("FAILED"):
             self.summary.append("%s: %s" % (sid, state))
 
+    def step_targets(self, sid):
+        """The step's targets with their verdicts, in the open (from the
+        HEADLINE of its own table), and one summary line when one was
+        missed."""
+        pairs = target_lines(os.path.join(self.dir, sid + ".txt"))
+        if not pairs:
+            return
+        self.para("Targets, as the step's own table judges them on this run "
+                  "(%s):" % target_count(pairs))
+        self.table(["target", "verdict"], pairs)
+        missed = [t for t, v in pairs if v == "MISSED"]
+        if missed:
+            self.summary.append("%s: %d of %d targets MISSED (first: %s)"
+                                % (sid, len(missed), len(pairs), missed[0]))
+
     def step_table(self, sid):
+        self.step_targets(sid)
         p = os.path.join(self.dir, sid + ".txt")
         if os.path.isfile(p) and os.path.getsize(p):
             with open(p, encoding="utf-8", errors="replace") as f:
@@ -276,9 +334,13 @@ class Report:
             self.para("not run: no steps.tsv (this folder was not written by the showcase)",
                       "missing")
             return
-        self.table(["step", "status", "seconds", "note"],
-                   [(r[3] if len(r) > 3 else r[0], r[1], r[2], r[4] if len(r) > 4 else "")
+        self.table(["step", "status", "targets", "seconds", "note"],
+                   [(r[3] if len(r) > 3 else r[0], r[1],
+                     target_count(target_lines(os.path.join(self.dir, r[0] + ".txt"))),
+                     r[2], r[4] if len(r) > 4 else "")
                     for r in self.steps.values()])
+        self.para("status says whether a step ran to the end; targets, what its own "
+                  "table judged of its numbers (each section lists them).")
 
     def locks_headline(self, name):
         """Rows per thread count from NAME.json (else from NAME.csv)."""

@@ -23,7 +23,10 @@ printf 'variant,threads,B,run\nmutex,1,1,0\n' >"$d/locks-work50.csv"
 printf 'queue,P,C,B,run,p50_ns\nmutex,1,1,8,0,100\n' >"$d/ring.csv"
 printf 'producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_us\n' >"$d/pipeline.csv"
 printf '1,1,8,spin-sleep,0,0,3.25,1,2\n' >>"$d/pipeline.csv"
-printf 'bpbench pipeline: a table\n' >"$d/pipeline.txt"
+printf 'bpbench pipeline: a table\n\nHEADLINE (targets)\n1. speed: 5 (target >= 4: meets)\n' \
+	>"$d/pipeline.txt"
+printf '2. cost 30 %% (target <= 15 %%: MISSES)\n   a: met; b: MISSED\n\nafter: MISSED\n' \
+	>>"$d/pipeline.txt"
 printf 'subcommand,param,value,param2,value2,run,throughput,throughput_unit,p99,p99_unit\n' \
 	>"$d/sweep-pipeline.csv"
 printf 'pipeline,batches,x,,,0,1.5,Mjobs/s,10,us\n' >>"$d/sweep-pipeline.csv"
@@ -42,5 +45,12 @@ grep -q '^unreadable: locks-work50.csv (no column Mitems_per_s' "$d/report.md" |
 	fail "the missing column is not named"
 grep -q '^| spin-sleep | 3.25 |' "$d/report.md" || fail "the pipeline section after them is missing"
 grep -q '^## Batch sweep' "$d/report.md" || fail "no sweep section"
+# the step's own verdicts, in the open: the HEADLINE block's lines only
+grep -q '^| pipeline | ok | 2 met, 2 MISSED |' "$d/report.md" ||
+	fail "the steps table does not count the pipeline's verdicts"
+grep -q '^| 2. cost 30 % (target <= 15 %: MISSES) | MISSED |' "$d/report.md" ||
+	fail "a MISSED target is not listed in its section"
+grep -q '^pipeline: 2 of 4 targets MISSED' "$d/summary.txt" ||
+	fail "the headline does not say targets were missed"
 echo "test_report_input: ok"
 exit 0
