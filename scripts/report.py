@@ -113,6 +113,10 @@ def ratio_text(v):
     return "-" if v is None else ("%.0fx" % v if v >= 10 else "%.2fx" % v)
 
 
+# Other processes' CPU (or steal), % of the machine, above which a step's
+# numbers are marked as measured under load.
+LOADED_PCT = 20
+
 MISSED_RE = re.compile(r"\b(MISSED|MISSES)\b")
 MET_RE = re.compile(r"\b(met|meets|MET)\b")
 
@@ -163,9 +167,9 @@ class Report:
         self.md = []
         self.html = []
         self.summary = []
-        # Padded to id, status, seconds, title, note: a short line reads as
-        # empty fields, not as a crash.
-        self.steps = {r[0]: r + [""] * (5 - len(r))
+        # Padded to id, status, seconds, title, note, others %, steal %: a
+        # short line reads as empty fields, not as a crash.
+        self.steps = {r[0]: r + [""] * (7 - len(r))
                       for r in read_tsv(os.path.join(d, "steps.tsv"))}
         self.meta = {r[0]: r[1] for r in read_tsv(os.path.join(d, "showcase.tsv")) if len(r) > 1}
         self.used_png = set()
@@ -334,13 +338,29 @@ class Report:
             self.para("not run: no steps.tsv (this folder was not written by the showcase)",
                       "missing")
             return
-        self.table(["step", "status", "targets", "seconds", "note"],
-                   [(r[3] if len(r) > 3 else r[0], r[1],
-                     target_count(target_lines(os.path.join(self.dir, r[0] + ".txt"))),
-                     r[2], r[4] if len(r) > 4 else "")
-                    for r in self.steps.values()])
+        rows, loaded = [], []
+        for r in self.steps.values():
+            load = ""
+            others, steal = num(r[5]), num(r[6])
+            if others is not None and steal is not None:
+                load = "others %.0f %%, steal %.0f %%" % (others, steal)
+                if others > LOADED_PCT or steal > LOADED_PCT:
+                    load += " (UNDER LOAD)"
+                    loaded.append("%s (others %.0f %%, steal %.0f %%)"
+                                  % (r[3] or r[0], others, steal))
+            rows.append((r[3] or r[0], r[1],
+                         target_count(target_lines(os.path.join(self.dir, r[0] + ".txt"))),
+                         r[2], load, r[4]))
+        self.table(["step", "status", "targets", "seconds", "machine load", "note"], rows)
         self.para("status says whether a step ran to the end; targets, what its own "
-                  "table judged of its numbers (each section lists them).")
+                  "table judged of its numbers (each section lists them); machine load, "
+                  "the CPU other processes used and the steal a hypervisor took while "
+                  "the step ran, as %% of the CPUs (above %d %%: UNDER LOAD)." % LOADED_PCT)
+        if loaded:
+            line = ("load: %s ran while the machine was busy with other work: "
+                    "their numbers cannot be trusted" % ", ".join(loaded))
+            self.para(line, "missing")
+            self.summary.insert(0, line)
 
     def locks_headline(self, name):
         """Rows per thread count from NAME.json (else from NAME.csv)."""

@@ -105,8 +105,47 @@ left_estimate() { # index of the step about to run
 }
 
 failed=""
-record() { # id status seconds note
-	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${title[$1]}" "$4" >>"$out/steps.tsv"
+record() { # id status seconds note [others% steal%]
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${title[$1]}" "$4" \
+		"${5:-}" "${6:-}" >>"$out/steps.tsv"
+}
+
+# The machine's load during a step: the CPU time of every process outside
+# this showcase's session (other users, other jobs, a build next door)
+# and the steal a hypervisor took, each as a % of the CPUs over the step's
+# wall time. A step that shared the machine says so (report.py marks it).
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+steal_stat() { # "steal total" jiffies since boot, all CPUs
+	awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat
+}
+others_ticks() { # FILE: "pid ticks" of every process outside this session
+	python3 - "$$" >"$1" <<'PY'
+import os, sys
+me = os.getsid(int(sys.argv[1]))
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        with open("/proc/%s/stat" % p) as f:
+            s = f.read()
+    except OSError:
+        continue  # gone meanwhile
+    f = s[s.rindex(")") + 2:].split()  # from field 3 (state) on
+    if int(f[3]) != me:  # field 6: the session
+        print(p, int(f[11]) + int(f[12]))  # fields 14, 15: utime, stime
+PY
+}
+load_of_step() { # before-file after-file steal0 total0 wall_ms -> "others% steal%"
+	read -r s1 t1 <<<"$(steal_stat)"
+	awk -v s0="$3" -v t0="$4" -v s1="$s1" -v t1="$t1" -v w="$5" -v hz="$hz" -v n="$ncpu" '
+		NR == FNR { before[$1] = $2; next }
+		{ ticks += $2 - ($1 in before ? before[$1] : 0) }  # new ones: all of it
+		END {
+			cap = w / 1000 * n  # CPU-seconds the machine had
+			pct = cap > 0 ? 100 * ticks / hz / cap : 0  # (in printf, > redirects)
+			steal = t1 > t0 ? 100 * (s1 - s0) / (t1 - t0) : 0
+			printf "%.0f %.0f\n", pct, steal }' "$1" "$2"
 }
 
 # run_step ID INDEX: runs step_ID; its stdout is the step's table (ID.txt).
@@ -117,23 +156,30 @@ run_step() {
 	[ "$left" -lt 1 ] && left=1
 	printf '[%d/%d] %s ... about %s left\n' $((i + 1)) "$n_steps" "${title[$id]}" "$(fmt_time "$left")"
 	t0=$(date +%s)
+	ms0=$(date +%s%3N)
+	read -r s0 tt0 <<<"$(steal_stat)"
+	others_ticks "$out/logs/.load0"
 	"step_$id" >"$out/$id.txt" 2>"$out/logs/$id.err"
 	rc=$?
 	t=$(($(date +%s) - t0))
+	others_ticks "$out/logs/.load1"
+	read -r others steal <<<"$(load_of_step "$out/logs/.load0" "$out/logs/.load1" \
+		"$s0" "$tt0" $(($(date +%s%3N) - ms0)))"
+	rm -f "$out/logs/.load0" "$out/logs/.load1"
 	[ -s "$out/$id.txt" ] || rm -f "$out/$id.txt"
 	if [ $rc -eq 0 ]; then
 		# Only steps that ran to the end say how fast this machine is.
 		done_est=$((done_est + $(estimate "$id")))
 		done_real=$((done_real + (t > 0 ? t : 1)))
-		record "$id" ok "$t" ""
-		printf '      done in %s\n' "$(fmt_time $t)"
+		record "$id" ok "$t" "" "$others" "$steal"
+		printf '      done in %s (other load %s %%, steal %s %%)\n' "$(fmt_time $t)" "$others" "$steal"
 	elif [ $rc -eq 77 ]; then
 		why=$(tail -n 1 "$out/logs/$id.err")
-		record "$id" skipped "$t" "$why"
+		record "$id" skipped "$t" "$why" "$others" "$steal"
 		printf '      skipped: %s\n' "$why"
 	else
 		why=$(grep -v '^ *$' "$out/logs/$id.err" | tail -n 1)
-		record "$id" failed "$t" "$why (exit $rc)"
+		record "$id" failed "$t" "$why (exit $rc)" "$others" "$steal"
 		failed="$failed $id"
 		printf '      FAILED (exit %d): %s\n' $rc "$why"
 		printf '      (all of it: %s)\n' "$out/logs/$id.err"

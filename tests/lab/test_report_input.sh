@@ -16,7 +16,8 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3" >&2; exit 77; }
 d=$tmp/results
 mkdir "$d"
 printf 'locks\tok\t1\tlocks, trivial jobs\t\nlocks-work50\tok\t1\tlocks, ~50 ns jobs\t\n' >"$d/steps.tsv"
-printf 'ring\tok\t1\tring comparison\t\npipeline\tok\t1\tpipeline\t\nsweep\tok\n' >>"$d/steps.tsv"
+printf 'ring\tok\t1\tring comparison\t\t3\t0\npipeline\tok\t1\tpipeline\t\t55\t2\nsweep\tok\n' \
+	>>"$d/steps.tsv"
 printf 'variant,threads,B,run,Mitems_per_s\nmutex,1,1,0,2.5\n' >"$d/locks.csv"
 printf '{"benchmark":"locks","work_ns":0,"headline":[{"threads":1,"best_' >"$d/locks.json"
 printf 'variant,threads,B,run\nmutex,1,1,0\n' >"$d/locks-work50.csv"
@@ -52,5 +53,12 @@ grep -q '^| 2. cost 30 % (target <= 15 %: MISSES) | MISSED |' "$d/report.md" ||
 	fail "a MISSED target is not listed in its section"
 grep -q '^pipeline: 2 of 4 targets MISSED' "$d/summary.txt" ||
 	fail "the headline does not say targets were missed"
+# the machine's load per step; a step under load is marked, and said first
+grep -q '^| ring comparison | ok |  | 1 | others 3 %, steal 0 % |' "$d/report.md" ||
+	fail "the steps table lacks a step's load"
+grep -q '^| pipeline | ok | 2 met, 2 MISSED | 1 | others 55 %, steal 2 % (UNDER LOAD) |' \
+	"$d/report.md" || fail "a step under load is not marked"
+head -n 1 "$d/summary.txt" | grep -q '^load: pipeline (others 55 %, steal 2 %) ran while' ||
+	fail "the headline does not begin with the load warning"
 echo "test_report_input: ok"
 exit 0
