@@ -12,14 +12,14 @@
 #include "src/self.h"
 #include "src/wait_internal.h"
 
-void bpi_flush_sink_adopt(struct bp_pipeline *p, struct bpi_flush *f)
+void bpi_flush_sink_adopt(struct bp_pipeline *p, struct bpi_flush *f,
+			  uint64_t req)
 {
-	/* relaxed: bpi_flush_pending's acquire read it */
-	f->adopted = atomic_load_explicit(&f->req, memory_order_relaxed);
+	f->adopted = req;
 	/*
-	 * Every job accepted before the request, and every job delivered
-	 * so far, was reserved before this look: below the mark. The
-	 * request's acquire orders the look after the caller's submits.
+	 * Every job accepted before the requests up to req, and every job
+	 * delivered so far, was reserved before this look: below the mark.
+	 * The acquire that read req orders the look after their submits.
 	 */
 	f->mark = bpi_ring_reserved_pos(p->ingress, &f->target);
 	f->below = f->delivered;
@@ -106,7 +106,11 @@ static int flush_timed_out(struct bp_pipeline *p, const char *what)
 	return -ETIMEDOUT;
 }
 
-/* The pipeline stopped under the flush: wait for the sink's end. */
+/*
+ * The pipeline stopped under the flush: wait for the sink's end, after
+ * which every job in ingress is delivered. Jobs are lost to the flush only
+ * if the stopper left some staged in handles (handles_stranded).
+ */
 static int flush_at_stop(struct bp_pipeline *p, int64_t deadline)
 {
 	struct flush_wait w = {.p = p, .gen = UINT64_MAX};
@@ -114,9 +118,10 @@ static int flush_at_stop(struct bp_pipeline *p, int64_t deadline)
 
 	if (rc == -ETIMEDOUT)
 		return flush_timed_out(p, "while drain or abort ran");
-	/* relaxed: a stopper that gave up stored it before the sink could
-	 * end without those jobs; the sink's end (acquire) came after */
-	return atomic_load_explicit(&p->stop_gave_up, memory_order_relaxed)
+	/* acquire: the stopper stored it before it closed ingress, which
+	 * came before the sink's end that sink_marked acquired */
+	return atomic_load_explicit(&p->handles_stranded,
+				    memory_order_acquire)
 		       ? -EPIPE
 		       : 0;
 }
@@ -135,9 +140,15 @@ int bp_pipeline_flush(struct bp_pipeline *p, int64_t timeout_ns)
 			"wait for its own thread");
 		return -EDEADLK;
 	}
-	/* acquire: pairs with start's release: the threads run */
-	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_CREATED)
-		return 0; /* nothing was accepted */
+	/*
+	 * acquire: pairs with start's release of the state, after which
+	 * sink_started says whether the sink ever ran: not before start, nor
+	 * after a failed start or a drain before start, and with no sink
+	 * nothing was accepted (and nobody would answer).
+	 */
+	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_CREATED ||
+	    !p->sink_started)
+		return 0;
 	deadline = bpi_deadline(bpi_now_ns(), timeout_ns);
 
 	/* 1. the jobs staged in producer handles, into ingress */

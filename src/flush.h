@@ -47,17 +47,27 @@ struct bpi_flush {
 	uint64_t delivered; /* every job the sink has delivered */
 };
 
-/* The sink, once per loop: a request to answer? (cold path out of line) */
-void bpi_flush_sink_adopt(struct bp_pipeline *p, struct bpi_flush *f);
-
-static inline bool bpi_flush_pending(struct bpi_flush *f)
+/*
+ * The sink, once per loop: the request to answer now (0: none). Its value
+ * is what the sink adopts (bpi_flush_sink_adopt): a later one, read again,
+ * could come from a caller whose submits this acquire does not order.
+ */
+static inline uint64_t bpi_flush_pending(struct bpi_flush *f)
 {
+	uint64_t req;
+
+	if (f->open)
+		return 0;
 	/* acquire: pairs with the caller's seq_cst increment, so the jobs it
-	 * submitted before are in the reservation count the sink reads */
-	return !f->open &&
-	       atomic_load_explicit(&f->req, memory_order_acquire) !=
-		       f->adopted;
+	 * (and every caller before it) submitted are in the reservation
+	 * count the sink reads next */
+	req = atomic_load_explicit(&f->req, memory_order_acquire);
+	return req != f->adopted ? req : 0;
 }
+
+/* Set the mark for request req (cold path, out of line). */
+void bpi_flush_sink_adopt(struct bp_pipeline *p, struct bpi_flush *f,
+			  uint64_t req);
 
 /* The mark is reached and delivered: answer, wake the callers
  * (src/flush.c). */

@@ -103,13 +103,20 @@ static bool force_owes(struct bp_pipeline *p, struct bp_producer *pr,
 {
 	struct bpi_flusher *fl = &p->fl;
 
+	/* acquire: as the walk's look at tail */
+	uint64_t t = atomic_load_explicit(&pr->tail, memory_order_acquire);
+
 	if (pr->force_gen != fl->force_round) {
-		/* acquire: as the walk's look at tail */
-		pr->force_tail =
-			atomic_load_explicit(&pr->tail, memory_order_acquire);
+		pr->force_tail = t;
 		pr->force_gen = fl->force_round;
 	}
-	if (bpi_claim_head(c) >= pr->force_tail || (c & CLAIM_IDLE))
+	/*
+	 * Owed: staged below the snapshot and still staged. An owner whose
+	 * submit failed takes its last job back (tail comes down): that job
+	 * was never accepted, and the round does not wait for it.
+	 */
+	if (bpi_claim_head(c) >= (t < pr->force_tail ? t : pr->force_tail) ||
+	    (c & CLAIM_IDLE))
 		return false;
 	if (c & CLAIM_CLOSED)
 		/* relaxed: stopping is for good; a stale no is an owner's */
@@ -195,27 +202,45 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 	return again;
 }
 
-/* How often a flush round looks again at a handle whose owner is busy. */
-#define FORCE_POLL_NS INT64_C(20000)
+/*
+ * How soon a flush round looks again at a handle whose owner is busy (a
+ * submit of its own, perhaps blocked on a full ingress): from 20 us,
+ * doubling to 1 ms while the owner stays busy.
+ */
+#define FORCE_POLL_MIN_NS INT64_C(20000)
+#define FORCE_POLL_MAX_NS INT64_C(1000000)
 
-/* A flush asked for a round that has not begun? */
-static bool force_asked(struct bpi_flusher *fl)
+/*
+ * The request a round should begin for (0: none, or a round is on). Its
+ * value is the round's: a later one, read again, could come from a caller
+ * whose staged jobs this acquire does not order before the snapshot.
+ */
+static uint64_t force_asked(struct bpi_flusher *fl)
 {
+	uint64_t req;
+
+	if (fl->force_round)
+		return 0;
 	/* acquire: pairs with bp_pipeline_flush's seq_cst increment (the
-	 * wake's Dekker partner is the prepare's fence before this) */
-	return !fl->force_round &&
-	       atomic_load_explicit(&fl->force_req, memory_order_acquire) !=
-		       atomic_load_explicit(&fl->force_done,
-					    memory_order_relaxed);
+	 * wake's Dekker partner is the prepare's fence before this); its
+	 * jobs, and every earlier caller's, are staged before the snapshot */
+	req = atomic_load_explicit(&fl->force_req, memory_order_acquire);
+	/* relaxed: only the flusher writes force_done */
+	return req != atomic_load_explicit(&fl->force_done,
+					   memory_order_relaxed)
+		       ? req
+		       : 0;
 }
 
 /* Begin a round for every request so far (later ones wait for the next). */
 static void force_begin(struct bpi_flusher *fl)
 {
-	if (force_asked(fl))
-		/* relaxed: the acquire in force_asked read it */
-		fl->force_round = atomic_load_explicit(&fl->force_req,
-						       memory_order_relaxed);
+	uint64_t req = force_asked(fl);
+
+	if (req) {
+		fl->force_round = req;
+		fl->force_poll_ns = FORCE_POLL_MIN_NS;
+	}
 }
 
 /* The round's jobs are all submitted: answer every request it covers. */
@@ -251,9 +276,11 @@ static void *flusher_main(void *arg)
 		}
 		if (fl->force_round && !again) {
 			/* a handle's owner holds jobs the round waits for:
-			 * look again soon */
-			int64_t soon = bpi_now_ns() + FORCE_POLL_NS;
+			 * look again soon, less often while it stays busy */
+			int64_t soon = bpi_now_ns() + fl->force_poll_ns;
 
+			if (fl->force_poll_ns < FORCE_POLL_MAX_NS)
+				fl->force_poll_ns *= 2;
 			if (next < 0 || soon < next)
 				next = soon;
 		}
@@ -287,7 +314,7 @@ static void *flusher_main(void *arg)
 		if (walk(p, false, &next2, &claimed, &full) ||
 		    atomic_load_explicit(&fl->stop, memory_order_acquire) ||
 		    (next2 >= 0 && next2 <= bpi_now_ns()) ||
-		    force_asked(fl)) {
+		    force_asked(fl) != 0) {
 			bpi_waitq_cancel(&fl->wq);
 			continue;
 		}

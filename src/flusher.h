@@ -38,15 +38,18 @@ struct bpi_flusher {
 	alignas(BP_FALSE_SHARING) _Atomic int64_t sleep_until;
 	struct bpi_waitq wq;	  /* the flusher sleeps here */
 	struct bpi_waitq walk_wq; /* handle removal waits here for a walk */
+	/* the flusher's own, for bp_pipeline_flush's round (flusher.c) */
+	uint64_t force_round;  /* the request it answers, 0: none */
+	int64_t force_poll_ns; /* how soon to look again at a busy owner */
+	bool force_left;       /* a walk saw jobs the round waits for */
 	/*
 	 * bp_pipeline_flush's first step (src/flush.h): callers fetch_add
 	 * force_req and wake wq; the flusher answers in force_done once
-	 * every handle's staged jobs of then are submitted.
+	 * every handle's staged jobs of then are submitted. A line of its
+	 * own: waiting callers read force_done.
 	 */
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t force_req;
 	_Atomic uint64_t force_done;
-	uint64_t force_round; /* the flusher's: the request it answers, 0 */
-	bool force_left;      /* the flusher's: a walk saw jobs left */
 };
 
 /* Whether the flusher thread runs (it does from the first handle on). */

@@ -133,6 +133,8 @@ struct bp_pipeline {
 	_Atomic int start_called;  /* one bp_pipeline_start, ever */
 	_Atomic int joiner;	   /* 1: a stopper is joining the threads */
 	_Atomic int stop_gave_up;  /* a drain or abort returned -ETIMEDOUT */
+	/* the stopper left accepted jobs staged in handles (flush.c) */
+	_Atomic int handles_stranded;
 	_Atomic unsigned stoppers; /* drain, abort, destroy calls inside */
 
 	/* sink */

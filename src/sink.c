@@ -216,7 +216,7 @@ static int sink_has_work(void *arg)
 {
 	struct bp_pipeline *p = arg;
 
-	if (bpi_flush_pending(&p->flush))
+	if (bpi_flush_pending(&p->flush) != 0)
 		return 1;
 
 	for (unsigned i = 0; i < p->nworkers; i++) {
@@ -242,8 +242,10 @@ void *bpi_sink_main(void *arg)
 	while (open > 0) {
 		unsigned progress = 0;
 
-		if (__builtin_expect(bpi_flush_pending(&p->flush), 0))
-			bpi_flush_sink_adopt(p, &p->flush);
+		uint64_t flush_req = bpi_flush_pending(&p->flush);
+
+		if (__builtin_expect(flush_req != 0, 0))
+			bpi_flush_sink_adopt(p, &p->flush, flush_req);
 
 		for (unsigned i = 0; i < p->nworkers; i++) {
 			int n;

@@ -212,6 +212,10 @@ static int stop_in(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 		 * since jobs a submit accepted did not reach the sink.
 		 */
 		handles_rc = bpi_flusher_close(p, deadline);
+		if (handles_rc)
+			/* release: a flush reads it after the sink's end */
+			atomic_store_explicit(&p->handles_stranded, 1,
+					      memory_order_release);
 		/* producers get -EPIPE from here on */
 		bp_ring_close(p->ingress);
 		bpi_flusher_join(p);

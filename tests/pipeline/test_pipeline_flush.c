@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -85,28 +86,43 @@ static void flog(void *ctx, enum bp_log_level lvl, const char *msg)
 	atomic_fetch_add(&logged, 1);
 }
 
+/* The tests' config: this file's stage, sink and log; s cleared. */
+static void fconfig(struct bp_pipeline_config *c, struct fsink *s,
+		    unsigned workers, uint64_t flush_deadline_ns)
+{
+	memset(s, 0, sizeof(*s));
+	bp_pipeline_config_init(c);
+	c->stage = &fstage;
+	c->sink = fsink_fn;
+	c->sink_ctx = s;
+	c->log = flog;
+	c->workers = workers;
+	c->flush_deadline_ns = flush_deadline_ns;
+}
+
+static struct bp_pipeline *fcreate(struct fsink *s,
+				   const struct bp_pipeline_config *c,
+				   bool start)
+{
+	struct bp_pipeline *p = NULL;
+
+	assert_int_equal(bp_pipeline_create(c, &p), 0);
+	s->p = p;
+	if (start)
+		assert_int_equal(bp_pipeline_start(p), 0);
+	return p;
+}
+
 static struct bp_pipeline *fmake(struct fsink *s, unsigned workers,
 				 bool ordered, uint64_t flush_deadline_ns,
 				 bool start)
 {
 	struct bp_pipeline_config c;
-	struct bp_pipeline *p = NULL;
 
-	memset(s, 0, sizeof(*s));
-	bp_pipeline_config_init(&c);
-	c.stage = &fstage;
-	c.sink = fsink_fn;
-	c.sink_ctx = s;
-	c.log = flog;
-	c.workers = workers;
+	fconfig(&c, s, workers, flush_deadline_ns);
 	c.max_batch = 16;
 	c.ordered = ordered;
-	c.flush_deadline_ns = flush_deadline_ns;
-	assert_int_equal(bp_pipeline_create(&c, &p), 0);
-	s->p = p;
-	if (start)
-		assert_int_equal(bp_pipeline_start(p), 0);
-	return p;
+	return fcreate(s, &c, start);
 }
 
 static struct fjob *fjobs(unsigned n)
@@ -368,6 +384,156 @@ static void test_flush_during_drain(void **unused)
 	free(j);
 }
 
+/* ------------------------------------- owners blocked on a full ingress */
+
+/* A one-worker pipeline with a small ingress, its stage closed, filled. */
+static struct bp_pipeline *blocked_pipeline(struct fsink *s, struct fjob *fill,
+					    unsigned nfill, unsigned *filled)
+{
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p;
+
+	fconfig(&c, s, 1, 10 * SEC);
+	c.ingress_capacity = 8;
+	c.max_batch = 4;
+	c.max_inflight = 4;
+	p = fcreate(s, &c, true);
+	atomic_store(&gate_open, 0);
+	*filled = 0;
+	while (*filled < nfill) {
+		struct bp_job *j = &fill[*filled].hdr;
+
+		if (bp_pipeline_submit(p, &j, 1, BP_SUBMIT_NONBLOCK, -1) != 1)
+			break;
+		++*filled;
+		pt_sleep_ms(2); /* let the worker take what it can hold */
+	}
+	return p;
+}
+
+struct owner_arg {
+	struct bp_producer *h;
+	struct fjob *jobs;
+	int rc[4];
+	bool open_gate; /* when its submits are over */
+};
+
+/* Stages 4 jobs: the 4th fills a batch, whose submit blocks. */
+static void *owner_main(void *arg)
+{
+	struct owner_arg *o = arg;
+
+	for (unsigned i = 0; i < 4; i++)
+		o->rc[i] = bp_producer_submit(o->h, &o->jobs[i].hdr);
+	if (o->open_gate)
+		atomic_store(&gate_open, 1);
+	return NULL;
+}
+
+/* The owner blocked in its batch's submit, then a flush waiting for it. */
+static void owner_then_flush(struct bp_pipeline *p, struct owner_arg *o,
+			     pthread_t *ot, struct flusher_arg *f,
+			     pthread_t *ft)
+{
+	assert_int_equal(bp_producer_create(p, &o->h), 0);
+	assert_int_equal(pthread_create(ot, NULL, owner_main, o), 0);
+	pt_sleep_ms(100); /* the owner blocks: ingress is full */
+	f->p = p;
+	atomic_init(&f->rc, 1);
+	assert_int_equal(pthread_create(ft, NULL, flush_thread, f), 0);
+	pt_sleep_ms(100); /* the round notes the owner's 4 jobs */
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * An owner blocked in its batch's submit when a flush's round begins, then
+ * interrupted by a signal: its last job was never taken (-EINTR), the
+ * other three are the round's. The flush returns 0 once they are
+ * delivered, and the next flush does too (the round does not wait for the
+ * job taken back).
+ */
+static void test_flush_owner_interrupted(void **unused)
+{
+	struct fsink s;
+	struct fjob *fill = fjobs(64), *hj = fjobs(4);
+	struct owner_arg o = {.jobs = hj};
+	struct flusher_arg f;
+	struct sigaction sa;
+	unsigned filled;
+	pthread_t ot, ft;
+	struct bp_pipeline *p = blocked_pipeline(&s, fill, 64, &filled);
+
+	(void)unused;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1; /* no SA_RESTART: the futex wait ends */
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	owner_then_flush(p, &o, &ot, &f, &ft);
+	assert_int_equal(pthread_kill(ot, SIGUSR1), 0);
+	assert_int_equal(pthread_join(ot, NULL), 0);
+	assert_int_equal(o.rc[0], 0);
+	assert_int_equal(o.rc[3], -EINTR); /* the 4th was not taken */
+	atomic_store(&gate_open, 1);
+	assert_int_equal(pthread_join(ft, NULL), 0);
+	assert_int_equal(atomic_load(&f.rc), 0);
+	assert_int_equal(atomic_load(&s.count), filled + 3);
+	assert_int_equal(bp_pipeline_flush(p, 10 * SEC), 0);
+	assert_int_equal(bp_producer_destroy(o.h), 0);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(atomic_load(&s.count), filled + 3);
+	bp_pipeline_destroy(p);
+	free(fill);
+	free(hj);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/*
+ * An owner blocked in its batch's submit while a flush waits, and a drain
+ * whose deadline passes first: the owner's jobs stay staged (it gets
+ * -EPIPE), so the flush cannot say they were delivered: -EPIPE.
+ */
+static void test_flush_drain_strands(void **unused)
+{
+	struct fsink s;
+	struct fjob *fill = fjobs(64), *hj = fjobs(4);
+	struct owner_arg o = {.jobs = hj, .open_gate = true};
+	struct flusher_arg f;
+	unsigned filled;
+	pthread_t ot, ft;
+	struct bp_pipeline *p = blocked_pipeline(&s, fill, 64, &filled);
+
+	(void)unused;
+	owner_then_flush(p, &o, &ot, &f, &ft);
+	assert_int_equal(bp_pipeline_drain_timeout(p, 200 * 1000000),
+			 -ETIMEDOUT);
+	assert_int_equal(pthread_join(ot, NULL), 0);
+	assert_int_equal(o.rc[3], -EPIPE);
+	assert_int_equal(pthread_join(ft, NULL), 0);
+	assert_int_equal(atomic_load(&f.rc), -EPIPE);
+	assert_int_equal(bp_producer_staged(o.h), 3);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(atomic_load(&s.count), filled);
+	assert_int_equal(bp_producer_destroy(o.h), -EPIPE);
+	bp_pipeline_destroy(p);
+	free(fill);
+	free(hj);
+}
+
+/* Drained before it was started: no sink ever ran, nothing was accepted. */
+static void test_flush_never_started(void **unused)
+{
+	struct fsink s;
+	struct bp_pipeline *p = fmake(&s, 1, false, 50000, false);
+
+	(void)unused;
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(bp_pipeline_flush(p, 10 * SEC), 0);
+	bp_pipeline_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +542,9 @@ int main(void)
 		cmocka_unit_test(test_flush_timeout),
 		cmocka_unit_test(test_flush_from_sink),
 		cmocka_unit_test(test_flush_during_drain),
+		cmocka_unit_test(test_flush_never_started),
+		cmocka_unit_test(test_flush_owner_interrupted),
+		cmocka_unit_test(test_flush_drain_strands),
 		cmocka_unit_test(test_flush_unordered),
 		cmocka_unit_test(test_flush_ordered),
 	};
