@@ -23,6 +23,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,6 +117,34 @@ def ratio_text(v):
 # Other processes' CPU (or steal), % of the machine, above which a step's
 # numbers are marked as measured under load.
 LOADED_PCT = 20
+
+def spread(values, digits=2):
+    """"median [min-max] n=K" of the numbers among values, or "-"."""
+    v = [x for x in values if x is not None]
+    if not v:
+        return "-"
+    if len(v) == 1:
+        return "%s n=1" % fmt(v[0], digits)
+    return "%s [%s-%s] n=%d" % (fmt(median(v), digits), fmt(min(v), digits),
+                                fmt(max(v), digits), len(v))
+
+
+def gnuplot(script):
+    """Run gnuplot on script: "" when it drew, else why not."""
+    exe = shutil.which("gnuplot")
+    if not exe:
+        return "gnuplot is not installed (scripts/deps.sh installs it)"
+    try:
+        r = subprocess.run([exe], input=script, text=True, capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return "gnuplot failed: %s" % e
+    if r.returncode != 0:
+        return "gnuplot failed: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+    return ""
+
+
+PLOT_TERM = "set terminal pngcairo size %d,%d enhanced font 'DejaVu Sans,10'\n"
+
 
 MISSED_RE = re.compile(r"\b(MISSED|MISSES)\b")
 MET_RE = re.compile(r"\b(met|meets|MET)\b")
@@ -512,16 +541,18 @@ class Report:
             ratio = bp / best[0] if bp and best else None
             if ratio:
                 ratios.append(ratio)
-            out.append(["%sx%s" % (p, c), b, fmt(bp), best[1] if best else "-",
-                        fmt(best[0]) if best else "-", ratio_text(ratio)])
+            out.append(["%sx%s" % (p, c), b, spread(med[(p, c, b)].get("batchpipe", [])),
+                        best[1] if best else "-", fmt(best[0]) if best else "-",
+                        ratio_text(ratio)])
         names = sorted({r["queue"] for r in rows
                         if not r["queue"].startswith("batchpipe")
                         and not r["queue"].endswith("-ceiling")})
         self.para("bp_ring (multi-producer, multi-consumer) against the best of the other "
                   "queues (%s) at each point: P producers x C consumers, batch size B; "
                   "medians of interleaved runs, M items/s." % ", ".join(names))
-        self.table(["PxC", "B", "batchpipe M/s", "best other", "its M/s", "batchpipe / best other"],
-                   out)
+        self.table(["PxC", "B", "batchpipe M/s, median [min-max] n", "best other",
+                    "its median M/s", "batchpipe / best other"], out)
+        self.ring_ratio_figure(med, names)
         if ratios:
             g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             self.summary.append("ring: batchpipe / best other queue: geometric mean %.2fx over "
@@ -542,27 +573,131 @@ class Report:
                 self.figure(png, "ring throughput per queue and point.")
         self.step_table("ring")
 
+    def ring_ratio_figure(self, med, names):
+        """ring-ratios.png: batchpipe / each other queue at every point, a
+        bar per queue, on a log scale with the line of 1 (above it,
+        batchpipe moved more)."""
+        keys = sorted(med, key=lambda k: (int(k[0]), int(k[1]), k[2]))
+        dat = os.path.join(self.dir, "ring-ratios.dat")
+        with open(dat, "w", encoding="utf-8") as f:
+            f.write("# point " + " ".join(names) + "\n")
+            for (p, c, b) in keys:
+                qs = {q: median(v) for q, v in med[(p, c, b)].items()}
+                bp = qs.get("batchpipe")
+                f.write('"%sx%s B=%d"' % (p, c, b))
+                for q in names:
+                    v = qs.get(q)
+                    f.write(" %s" % ("%.4g" % (bp / v) if bp and v else "?"))
+                f.write("\n")
+        png = os.path.join(self.dir, "ring-ratios.png")
+        width = max(900, 30 * len(keys) * max(1, len(names)) // 2)
+        why = gnuplot(PLOT_TERM % (width, 480) + """set output '%s'
+set termoption noenhanced
+set datafile missing '?'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set grid ytics
+set key outside right top
+set ylabel 'batchpipe / queue (median M items/s; > 1: batchpipe moved more)'
+set xtics rotate by -30
+set title 'bp_ring against each other queue, per point (P producers x C consumers, batch B)'
+plot %s, 1 with lines lw 2 lc rgb 'black' notitle
+""" % (png, ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, q)
+                     for i, q in enumerate(names))))
+        if why:
+            self.para("ring-ratios.png: not drawn: %s" % why, "missing")
+            return
+        self.figure("ring-ratios.png",
+                    "batchpipe's median throughput over each other queue's, per point, on a "
+                    "log scale: a bar above the black line at 1 is a point where batchpipe "
+                    "moved more items than that queue; data in ring-ratios.dat, from ring.csv.")
+
     def pipeline(self):
         self.heading("Pipeline")
         state = self.step_state("pipeline", "pipeline.txt")
         if state:
             self.not_run("pipeline", state)
-        rows = self.csv_rows("pipeline.csv", "wait", "B", "Mjobs_per_s")
+        rows = self.csv_rows("pipeline.csv", "workers", "wait", "B", "ordered",
+                             "Mjobs_per_s")
         if rows:
-            med = {}
+            runs = {}
             for r in rows:
-                med.setdefault((r["wait"], int(r["B"])), []).append(num(r["Mjobs_per_s"]))
-            by_wait = {}
-            for (w, b), v in med.items():
-                by_wait.setdefault(w, {})[b] = median(v)
-            bs = sorted({b for _, b in med})
-            self.para("bp_pipeline end to end (producers -> workers -> sink, trivial jobs): "
-                      "median over runs and worker counts of M jobs/s, per wait strategy and B.")
-            self.table(["wait"] + ["B=%d" % b for b in bs],
-                       [[w] + [fmt(by_wait[w].get(b)) for b in bs] for w in sorted(by_wait)])
+                if r["ordered"] == "0":
+                    runs.setdefault((r["wait"], int(r["workers"]), int(r["B"])), []).append(
+                        num(r["Mjobs_per_s"]))
+            bs = sorted({k[2] for k in runs})
+            self.para("bp_pipeline end to end (producers -> workers -> sink, trivial jobs, "
+                      "unordered): M jobs/s per wait strategy, worker count W and batch size B, "
+                      "median [min-max] of n interleaved runs.")
+            self.table(["wait", "W"] + ["B=%d" % b for b in bs],
+                       [[w, n] + [spread(runs.get((w, n, b), []), 1) for b in bs]
+                        for (w, n) in sorted({(k[0], k[1]) for k in runs})])
+            self.pipeline_figure(runs)
         for png in sorted(glob.glob(os.path.join(self.dir, "pipeline*.png"))):
-            self.figure(os.path.basename(png), "the pipeline's throughput.")
+            if os.path.basename(png) != "pipeline-workers.png":
+                self.figure(os.path.basename(png), "the pipeline's throughput.")
         self.step_table("pipeline")
+
+    def plain_runs(self):
+        """The plain variant's runs from pipeline.csv's tagged block:
+        {(wait, W, B): [M jobs/s]}; {} when there is none."""
+        p = os.path.join(self.dir, "pipeline.csv")
+        out = {}
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for row in csv.reader(f):
+                if len(row) == 8 and row[0] == "plain" and row[1] != "producers":
+                    v = num(row[6])
+                    if v is not None:
+                        out.setdefault((row[4], int(row[2]), int(row[3])), []).append(v)
+        return out
+
+    def pipeline_figure(self, runs):
+        """pipeline-workers.png: M jobs/s against W, a line per B, for the
+        default wait (spin-sleep, else the first measured); the plain design
+        dashed in the same colour where it ran."""
+        waits = sorted({k[0] for k in runs})
+        wait = "spin-sleep" if "spin-sleep" in waits else waits[0]
+        plain = self.plain_runs()
+        bs = sorted({k[2] for k in runs if k[0] == wait})
+        dat = os.path.join(self.dir, "pipeline-workers.dat")
+        plots = []
+        with open(dat, "w", encoding="utf-8") as f:
+            idx = 0
+            for i, b in enumerate(bs):
+                for what, src in (("batchpipe", runs), ("plain", plain)):
+                    pts = sorted((k[1], median(v)) for k, v in src.items()
+                                 if k[0] == wait and k[2] == b and median(v))
+                    if not pts:
+                        continue
+                    f.write("# %s B=%d\n" % (what, b))
+                    f.write("".join("%d %.4g\n" % p for p in pts) + "\n\n")
+                    plots.append("'%s' index %d using 1:2 with linespoints lw 2 dt %d "
+                                 "lc %d title '%s B=%d'" % (dat, idx, 1 if what == "batchpipe"
+                                                            else 2, i + 1, what, b))
+                    idx += 1
+        if not plots:
+            return
+        png = os.path.join(self.dir, "pipeline-workers.png")
+        why = gnuplot(PLOT_TERM % (900, 520) + """set output '%s'
+set termoption noenhanced
+set logscale x 2
+set logscale y
+set grid
+set key outside right top
+set xlabel 'workers W'
+set ylabel 'M jobs/s (median)'
+set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'
+plot %s
+""" % (png, wait, ", ".join(plots)))
+        if why:
+            self.para("pipeline-workers.png: not drawn: %s" % why, "missing")
+            return
+        self.figure("pipeline-workers.png",
+                    "the pipeline's median throughput against the worker count, a colour per "
+                    "batch size B, wait %s; dashed, the plain hand-written design moving the same "
+                    "jobs where it ran; data in pipeline-workers.dat, from pipeline.csv." % wait)
 
     def sweep(self):
         self.heading("Batch sweep")

@@ -51,7 +51,7 @@ cat "$tmp/showcase.out"
 [ -s "$out/steps.tsv" ] || fail "no steps.tsv"
 grep -q '^\[1/8\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
 subs=$("$BPBENCH" --help 2>&1)
-while IFS="$(printf '\t')" read -r id status _secs _title note; do
+while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; do
 	case $status in
 	ok)
 		# Each step that ran has its section in the report.
@@ -84,6 +84,17 @@ grep -q "failed" "$out/steps.tsv" && [ $rc -eq 0 ] && fail "a step failed but th
 for f in report.md report.html summary.txt ring.csv ring.txt pipeline.txt; do
 	[ -s "$out/$f" ] || fail "no $f"
 done
+# the pictures the report draws from the CSVs, beside them and in the page
+if command -v gnuplot >/dev/null 2>&1; then
+	for f in ring-ratios pipeline-workers; do
+		[ -s "$out/$f.png" ] || fail "no $f.png"
+		grep -qF "![$f.png]($f.png)" "$out/report.md" || fail "report.md lacks $f.png"
+	done
+fi
+# every step says the machine's load while it ran
+grep -q '| machine load |' "$out/report.md" || fail "no machine load column"
+awk -F'\t' 'NF < 7 || $6 !~ /^[0-9]+$/ || $7 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' \
+	"$out/steps.tsv" || fail "a step without its load in steps.tsv"
 # The flame step may skip (perf cannot record, or offline with nothing
 # cached): then the report says so instead of linking a page.
 if grep -q '^flame	skipped' "$out/steps.tsv"; then

@@ -44,7 +44,7 @@ for f in locks.json locks-work50.csv ring.csv; do
 done
 grep -q '^unreadable: locks-work50.csv (no column Mitems_per_s' "$d/report.md" ||
 	fail "the missing column is not named"
-grep -q '^| spin-sleep | 3.25 |' "$d/report.md" || fail "the pipeline section after them is missing"
+grep -q '^| spin-sleep | 1 | 3.2 n=1 |' "$d/report.md" || fail "the pipeline section after them is missing"
 grep -q '^## Batch sweep' "$d/report.md" || fail "no sweep section"
 # the step's own verdicts, in the open: the HEADLINE block's lines only
 grep -q '^| pipeline | ok | 2 met, 2 MISSED |' "$d/report.md" ||
