@@ -433,6 +433,27 @@ class Report:
                          "pipeline_mps": pipe})
         return None, None, rows
 
+    def mutex_span(self, name, top):
+        """" (mutex X-Y M/s over n runs: A-B x)": how far the mutex baseline
+        itself moved between runs at the headline's thread count (at the B
+        whose median is the headline's mutex figure), and so how far the
+        ratio could; "" without the runs."""
+        best, mutex = num(top.get("best_mps")), num(top.get("mutex_mps"))
+        if not best or not mutex or not os.path.isfile(os.path.join(self.dir, name + ".csv")):
+            return ""
+        runs = {}
+        for r in self.csv_rows(name + ".csv", "variant", "threads", "B", "Mitems_per_s"):
+            if r["variant"] == "mutex" and str(r["threads"]) == str(top["threads"]):
+                v = num(r["Mitems_per_s"])
+                if v:
+                    runs.setdefault(r["B"], []).append(v)
+        vals = min(runs.values(), key=lambda v: abs(median(v) - mutex), default=[])
+        if len(vals) < 2:
+            return ""
+        return " (mutex %s-%s M/s over %d runs: %s-%s)" % (
+            fmt(min(vals)), fmt(max(vals)), len(vals), ratio_text(best / max(vals)),
+            ratio_text(best / min(vals)))
+
     @staticmethod
     def pct_of_ceiling(r, what, ceiling):
         """WHAT's % of the compute ceiling: bpbench's own figure from the
@@ -496,6 +517,7 @@ class Report:
             line = "%s, %s threads: best batchpipe variant %s %s M/s = %s mutex" % (
                 label, top["threads"], top["best_variant"], fmt(num(top["best_mps"])),
                 ratio_text(num(top["ratio"])))
+            line += self.mutex_span(name, top)
             best_pct = self.pct_of_ceiling(top, "best", ceiling) if work and ceiling else None
             if best_pct is not None:
                 line += " = %.0f %% of the ceiling" % best_pct
@@ -504,6 +526,11 @@ class Report:
             if work and ceiling and above:
                 self.summary.append("%s: WARNING: a variant runs above the compute ceiling; "
                                     "the %% of the ceiling cannot be trusted" % label)
+        if not work:
+            self.para("The write-up this experiment follows (the \"150x in three steps\" of "
+                      "the README) measured its own program; the ratio here is this machine's, "
+                      "with the mutex baseline's run-to-run spread beside it in the headline: "
+                      "on a shared machine the mutex moves by several times between runs.")
         self.figure(name + "-threads.png",
                     "the write-up's figure: throughput vs worker threads, log-log, one panel per "
                     "variant and one line per batch size B. A line that rises with threads "
@@ -725,16 +752,19 @@ plot %s
             t_hi = median([t for t, _ in byb[hi]])
             l_lo = median([p for _, p in byb[lo]])
             l_hi = median([p for _, p in byb[hi]])
+            # the peak, which need not be at the largest B
+            t_pk, b_pk = max((median([t for t, _ in byb[b]]) or 0, b) for b in bs)
             label = "%s=%s" % (p2, v2) if p2 else "-"
             out.append([label, "%g" % lo, fmt(t_lo), fmt(l_lo), "%g" % hi, fmt(t_hi), fmt(l_hi),
-                        ratio_text(t_hi / t_lo) if t_lo and t_hi else "-",
+                        "%s at B=%g" % (fmt(t_pk), b_pk),
+                        ratio_text(t_pk / t_lo) if t_lo and t_pk else "-",
                         ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
             if len(out) == 1:
                 self.summary.append(
-                    "sweep (pipeline): B=%g -> B=%g: throughput %s -> %s %s (%s), p99 at full "
-                    "load %s -> %s %s"
-                    % (lo, hi, fmt(t_lo), fmt(t_hi), units[0], out[-1][7], fmt(l_lo), fmt(l_hi),
-                       units[1]))
+                    "sweep (pipeline): throughput B=%g %s, peak %s %s at B=%g (%s of B=%g), "
+                    "B=%g %s; p99 at full load %s -> %s %s"
+                    % (lo, fmt(t_lo), fmt(t_pk), units[0], b_pk, out[-1][8], lo, hi,
+                       fmt(t_hi), fmt(l_lo), fmt(l_hi), units[1]))
         self.para("The pipeline run at full load once per batch size B: throughput (%s) and "
                   "p99 latency (%s) at the smallest and the largest B, medians over runs. The "
                   "p99 is measured at saturation, so it is mostly queueing in full rings; "
@@ -742,8 +772,12 @@ plot %s
                   "not what a batch costs a job when the pipeline is not busy: that is bpbench "
                   "pipeline's low-load latency table (its '4. latency', in the pipeline step's table where "
                   "that step measured it)." % (units[0] or "?", units[1] or "?"))
-        self.table(["param2", "B small", "throughput", "p99", "B large", "throughput", "p99",
-                    "throughput large/small", "p99 large/small"], out)
+        self.para("One row per value of the sweep's second parameter (param2 of the CSV: "
+                  "another option the sweep varied with B, such as the worker count; '-' "
+                  "when it varied B alone).")
+        self.table(["second parameter", "B small", "throughput", "p99", "B large",
+                    "throughput", "p99", "peak throughput", "peak / B small",
+                    "p99 large/small"], out)
         self.figure(name + ".png",
                     "throughput (left) and p99 latency at full load (right) vs B, log x axis; a "
                     "throughput curve that flattens says where larger batches stop paying; the "
@@ -767,14 +801,20 @@ plot %s
         prov = re.search(r"provider (\S+),", text)
         self.para("The random fill over loopback: bp-target RDMA-writes generated pages "
                   "into this process's buffer with the library's RDMA stage; every byte is "
-                  "checked; the raw libfabric loop of the same sizes runs beside it.")
+                  "checked; the raw libfabric loop of the same sizes runs beside it. The two "
+                  "go in opposite directions: the fill is target -> client and generates "
+                  "each page, the raw loop is client -> target and writes one buffer over "
+                  "and over, so \"fill / raw\" is two figures side by side, not a "
+                  "like-for-like ratio.")
         self.table(["provider", "fill Gbps", "raw loop Gbps", "fill / raw", "verified"],
                    [[prov.group(1) if prov else "?", fill.group(1) if fill else "-",
                      raw.group(1) if raw else "-", rel.group(1) if rel else "-",
                      ver.group(1) if ver else "-"]])
         if fill:
-            self.summary.append("RDMA fill (%s, loopback): %s Gbps, fill / raw loop %s" % (
-                prov.group(1) if prov else "?", fill.group(1), rel.group(1) if rel else "-"))
+            self.summary.append("RDMA fill (%s, loopback): %s Gbps (raw loop, the other "
+                                "direction without page generation: %s Gbps)" % (
+                                    prov.group(1) if prov else "?", fill.group(1),
+                                    raw.group(1) if raw else "-"))
         self.step_table("rdma-fill")
 
     def flames(self):
