@@ -127,6 +127,32 @@ if mode == "top":
             print("  %5.1f %%  %6d  %s" % (pct, c, name))
 elif mode == "depth":
     print(depth(read_folded(sys.argv[2])))
+elif mode == "annotate":
+    # The standalone page says what it is: a heading with the name, the
+    # command profiled, the samples, how to read width and colour, and the
+    # top self time; the template's own page has none of it.
+    page, name, folded, freq, cmd = sys.argv[2:7]
+    stacks = read_folded(folded)
+    total, best = top_self(stacks)
+    text = open(page, encoding="utf-8").read()
+    rows = "".join("<tr><td>%.1f %%</td><td>%d</td><td>%s</td></tr>" % (p, c, html.escape(n))
+                   for n, c, p in best)
+    head = ("<div style='font-family:sans-serif;margin:8px 16px'>"
+            "<h1 style='font-size:18px'>Flame graph: %s</h1>"
+            "<p>Command: <code>%s</code></p>"
+            "<p>%d samples of cpu-clock at %s Hz over every thread of the command "
+            "(perf record --call-graph dwarf). A frame's width is its share of those "
+            "samples, itself and what it called; the frames above it are its callees. "
+            "Blue frames run in the kernel, green ones in user space; the shades only "
+            "tell frames apart. Click a frame to zoom.</p>"
+            "<table><tr><th>share</th><th>samples</th><th>top self time</th></tr>%s</table>"
+            "</div>" % (html.escape(name), html.escape(cmd), total, html.escape(freq), rows))
+    text = re.sub(r"<title>[^<]*</title>",
+                  "<title>Flame graph: %s</title>" % html.escape(name), text, count=1)
+    text, n = re.subn(r"(<body[^>]*>)", lambda m: m.group(1) + head, text, count=1)
+    if not n:
+        sys.exit("no <body> in " + page)
+    open(page, "w", encoding="utf-8").write(text)
 elif mode == "check-offline":
     # Any script, style or image the page would fetch from elsewhere.
     text = open(sys.argv[2], encoding="utf-8").read()
@@ -321,7 +347,8 @@ screenshot() {
 }
 
 height_for() { # depth of the deepest stack -> window height that shows it
-	h=$(($1 * 16 + 140))
+	# (the heading, the command, how to read it and the top five: 300 px)
+	h=$(($1 * 16 + 440))
 	[ $h -lt 500 ] && h=500
 	[ $h -gt 3000 ] && h=3000
 	echo $h
@@ -371,6 +398,8 @@ fi
 	-o "$out/$name.html" >"$work/flame.log" 2>&1) ||
 	{ cat "$work/flame.log" >&2; die "perf script report flamegraph failed"; }
 [ -s "$out/$name.html" ] || die "perf wrote no $name.html"
+fgpy annotate "$out/$name.html" "$name" "$out/$name.folded" "$freq" "$*" ||
+	die "cannot add the heading to $name.html"
 if [ $png -eq 1 ]; then
 	screenshot "$out/$name.html" "$out/$name.png" "$(height_for "$(fgpy depth "$out/$name.folded")")"
 fi

@@ -841,6 +841,8 @@ plot %s
                       if "-vs-" in b else "flame graph: " + b)
         self.html.append("</ul>")
         self.md.append("")
+        for line in self.flame_profiles():
+            self.para(line)
         for cmp_png in sorted(glob.glob(os.path.join(fdir, "*-vs-*.png"))):
             a, b = os.path.basename(cmp_png)[:-4].split("-vs-", 1)
             self.figure(os.path.relpath(cmp_png, self.dir),
@@ -851,6 +853,57 @@ plot %s
                         "(the top self-time functions of each profile are listed on the page "
                         "and in the step's table below)." % (a, b, b, a))
         self.step_table("flame")
+
+    def flame_profiles(self):
+        """A sentence per profile from the step's table (flame.txt): the
+        profiled run's own throughput and CPUs against the same point of
+        the locks step, unprofiled, and where its time went (top self
+        time)."""
+        p = os.path.join(self.dir, "flame.txt")
+        if not os.path.isfile(p):
+            return []
+        with open(p, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        unprof = {}
+        if os.path.isfile(os.path.join(self.dir, "locks.csv")):
+            runs = {}
+            for r in self.csv_rows("locks.csv", "variant", "threads", "B", "Mitems_per_s"):
+                runs.setdefault((r["variant"], str(r["threads"]), str(r["B"])), []).append(
+                    num(r["Mitems_per_s"]))
+            unprof = {k: median([x for x in v if x is not None]) for k, v in runs.items()}
+        out, seen, last = [], set(), None
+        row = re.compile(r"^\s+(\d+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\S+\s+([\d.]+)$")
+        for i, line in enumerate(lines):
+            m = row.match(line)
+            if m:
+                last = m.groups()
+                continue
+            m = re.match(r"top self time, (\S+) \((\d+) samples\):", line)
+            if not m or m.group(1) in seen:
+                continue
+            name = m.group(1)
+            seen.add(name)
+            tops = []
+            for t in lines[i + 1:i + 4]:
+                tm = re.match(r"\s*([\d.]+) %\s+\d+\s+(\S+)", t)
+                if tm:
+                    tops.append("%s %s %%" % (tm.group(2), tm.group(1)))
+            text = "%s (%s samples): " % (name, m.group(2))
+            if last and last[1] == name:
+                mps, cpus = num(last[3]), num(last[4])
+                text += "the profiled run moved %s M/s on %s CPUs" % (fmt(mps), fmt(cpus))
+                ref = unprof.get((name, last[0], last[2]))
+                if ref and mps:
+                    text += " (the locks step, unprofiled, %s M/s at %s threads, B=%s: %s)" % (
+                        fmt(ref), last[0], last[2], ratio_text(mps / ref))
+                    if mps / ref < 0.5:
+                        text += "; profiling slowed it by more than half, so read the shares " \
+                                "below with care: they are of a slower run"
+                text += ". "
+            if tops:
+                text += "Where its time went (self time): %s." % ", ".join(tops)
+            out.append(text)
+        return out
 
     def other_pngs(self):
         rest = []

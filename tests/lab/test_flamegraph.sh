@@ -48,6 +48,12 @@ grep -q '^top self time, a' "$tmp/a.out" || fail "no top self-time list on stdou
 grep -q 'Mitems/s' "$tmp/a.out" || fail "the command's own output did not pass through"
 [ -s "$tmp/a.html" ] || fail "no a.html"
 grep -q 'flamegraph(stacks' "$tmp/a.html" || fail "a.html is not the flame-graph template"
+# the page says what it shows: its name, the command, the samples, how to read it
+grep -q '<title>Flame graph: a</title>' "$tmp/a.html" || fail "a.html has no title of its own"
+grep -q "<h1[^>]*>Flame graph: a</h1>" "$tmp/a.html" || fail "a.html has no heading"
+grep -q "Command: <code>[^<]*bpbench ring" "$tmp/a.html" || fail "a.html does not name the command"
+grep -Eq '<p>[0-9]+ samples of cpu-clock at [0-9]+ Hz' "$tmp/a.html" || fail "a.html gives no sample count"
+grep -q 'Blue frames run in the kernel' "$tmp/a.html" || fail "a.html has no colour legend"
 no_remote "$tmp/a.html" || fail "a.html loads a script or style from the network"
 is_png "$tmp/a.png" || fail "a.png is not a PNG"
 
