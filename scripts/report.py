@@ -433,6 +433,28 @@ class Report:
                          "pipeline_mps": pipe})
         return None, None, rows
 
+    def locks_runs(self, name):
+        """{(variant, threads, B): [M/s of each run]} from NAME.csv, {} without it."""
+        runs = {}
+        if os.path.isfile(os.path.join(self.dir, name + ".csv")):
+            for r in self.csv_rows(name + ".csv", "variant", "threads", "B", "Mitems_per_s"):
+                v = num(r["Mitems_per_s"])
+                if v is not None:
+                    runs.setdefault((r["variant"], str(r["threads"]), str(r["B"])), []).append(v)
+        return runs
+
+    @staticmethod
+    def locks_spread(runs, variant, threads, b, med):
+        """The runs behind a headline median, as "median [min-max] n": at
+        B b, or (b None) at the B whose median is med; the median alone
+        without the runs."""
+        if b is not None:
+            vals = runs.get((variant, str(threads), str(b)), [])
+        else:
+            cands = [v for k, v in runs.items() if k[0] == variant and k[1] == str(threads)]
+            vals = min(cands, key=lambda v: abs(median(v) - (med or 0)), default=[])
+        return spread(vals) if vals else fmt(med)
+
     def mutex_span(self, name, top):
         """" (mutex X-Y M/s over n runs: A-B x)": how far the mutex baseline
         itself moved between runs at the headline's thread count (at the B
@@ -479,16 +501,20 @@ class Report:
                   "queue, results one by one under a second mutex); the batchpipe variants "
                   "batch both ends through lock-free rings (batchpipe-pipeline is the library's "
                   "own producers -> workers -> sink). Medians of interleaved runs, M results/s.")
-        head = ["threads", "best batchpipe variant (B)", "M/s", "mutex M/s",
-                "batchpipe / mutex", "batchpipe-pipeline M/s"]
+        head = ["threads", "best batchpipe variant (B)", "M/s, median [min-max] n",
+                "mutex M/s, median [min-max] n", "batchpipe / mutex",
+                "batchpipe-pipeline M/s"]
         if work and ceiling:
             head += ["best % of ceiling", "mutex % of ceiling", "pipeline % of ceiling"]
+        runs = self.locks_runs(name)
         out, above = [], False
         for r in rows:
             line = [r["threads"], "%s (B=%s)" % (r["best_variant"], r["best_B"])
-                    if r["best_variant"] else "-", fmt(num(r["best_mps"])),
-                    fmt(num(r["mutex_mps"])), ratio_text(num(r["ratio"])),
-                    fmt(num(r["pipeline_mps"]))]
+                    if r["best_variant"] else "-",
+                    self.locks_spread(runs, r["best_variant"], r["threads"], r["best_B"],
+                                      num(r["best_mps"])),
+                    self.locks_spread(runs, "mutex", r["threads"], None, num(r["mutex_mps"])),
+                    ratio_text(num(r["ratio"])), fmt(num(r["pipeline_mps"]))]
             if work and ceiling:
                 pcts = [self.pct_of_ceiling(r, k, ceiling) for k in ("best", "mutex", "pipeline")]
                 line += [fmt(v, 1) for v in pcts]
