@@ -843,6 +843,79 @@ plot %s
                                     raw.group(1) if raw else "-"))
         self.step_table("rdma-fill")
 
+    def rdma_latency(self):
+        """Document 001's trade-off: one operation's latency against the CPU
+        it costs, per completion wait, the pipeline and a raw libfabric
+        loop, per provider (rdma-latency.csv, bpbench rdma --latency)."""
+        self.heading("RDMA latency and CPU")
+        state = self.step_state("rdma-latency", "rdma-latency.csv")
+        if state:
+            self.not_run("rdma-latency", state)
+            return
+        rows = self.csv_rows("rdma-latency.csv", "provider", "mode", "wait", "p50_us",
+                             "p99_us", "client_cpu_pct")
+        if not rows:
+            self.para("not run: rdma-latency.csv has no rows", "missing")
+            return
+        self.para("One 4 KiB RDMA write at a time (depth 1), closed loop, per completion wait: "
+                  "the pipeline (submit -> sink, the sink resubmitting) and a raw libfabric "
+                  "loop (post -> completion reaped). client CPU is the pipeline's workers and "
+                  "sink, or the raw thread, in % of one core. Busy-polling buys latency with a "
+                  "core; waiting on an event gives the core back and pays in latency (the "
+                  "trade-off of bRPC's polling mode, document 001 of the seeds).")
+        self.table(["provider", "variant", "wait", "p50 us", "p99 us", "client CPU %",
+                    "ops/s"],
+                   [[r["provider"], r["mode"], r["wait"], fmt(num(r["p50_us"])),
+                     fmt(num(r["p99_us"])), fmt(num(r["client_cpu_pct"]), 0),
+                     fmt(num(r.get("ops_per_s")), 0)] for r in rows])
+        dat = os.path.join(self.dir, "rdma-latency.dat")
+        provs = sorted({r["provider"] for r in rows})
+        plots = []
+        with open(dat, "w", encoding="utf-8") as f:
+            idx = 0
+            for pi, prov in enumerate(provs):
+                for mode, pt in (("pipeline", 7), ("raw", 5)):
+                    sel = [r for r in rows if r["provider"] == prov and r["mode"] == mode
+                           and num(r["p50_us"]) and num(r["client_cpu_pct"]) is not None]
+                    if not sel:
+                        continue
+                    f.write("# %s %s\n" % (prov, mode))
+                    for r in sel:
+                        f.write("%.4g %.4g %.4g \"%s\"\n" % (
+                            num(r["client_cpu_pct"]), num(r["p50_us"]), num(r["p99_us"]) or 0,
+                            r["wait"]))
+                    f.write("\n\n")
+                    label = "%s %s" % (prov, mode)
+                    plots.append("'%s' index %d using 1:2 with points pt %d ps 1.6 lc %d "
+                                 "title '%s p50'" % (dat, idx, pt, pi + 1, label))
+                    plots.append("'%s' index %d using 1:3 with points pt %d ps 1.6 lc %d "
+                                 "title '%s p99'" % (dat, idx, pt - 1, pi + 1, label))
+                    plots.append("'%s' index %d using 1:2:4 with labels offset 1,0.6 font ',8' "
+                                 "notitle" % (dat, idx))
+                    idx += 1
+        if not plots:
+            return
+        png = os.path.join(self.dir, "rdma-latency.png")
+        why = gnuplot(PLOT_TERM % (900, 560) + """set output '%s'
+set termoption noenhanced
+set logscale y
+set grid
+set key outside right top
+set xlabel 'client CPU, %% of one core'
+set ylabel 'latency of one 4 KiB write, us'
+set title 'RDMA: latency against the CPU it costs, per completion wait (filled: p50, open: p99)'
+plot %s
+""" % (png, ", ".join(plots)))
+        if why:
+            self.para("rdma-latency.png: not drawn: %s" % why, "missing")
+        else:
+            self.figure("rdma-latency.png",
+                        "each point one completion wait (named beside it) of the pipeline or "
+                        "the raw loop on one provider: p50 and p99 latency against the client's "
+                        "CPU. Lower left is better; a point far to the right burns a core to "
+                        "wait; data in rdma-latency.dat, from rdma-latency.csv.")
+        self.step_table("rdma-latency")
+
     def flames(self):
         self.heading("Flame graphs")
         fdir = os.path.join(self.dir, "flame")
@@ -1001,6 +1074,7 @@ def main(argv):
     r.guarded(r.pipeline)
     r.guarded(r.sweep)
     r.guarded(r.rdma)
+    r.guarded(r.rdma_latency)
     r.guarded(r.flames)
     r.guarded(r.other_pngs)
     r.write()

@@ -13,8 +13,9 @@
 #              points to it)
 #
 # Steps: the locks experiment with trivial jobs and with ~50 ns jobs, the
-# ring comparison, a pipeline run, a batch sweep, an RDMA loopback fill, a
-# pair of flame graphs, the report. Each step's table goes to STEP.txt, its
+# ring comparison, a pipeline run, a batch sweep, an RDMA loopback fill,
+# RDMA latency against CPU per completion wait, a pair of flame graphs, the
+# report. Each step's table goes to STEP.txt, its
 # progress and errors to logs/STEP.err, its status to steps.tsv. A failed
 # step is reported and the rest still run; the exit status is then 1.
 # The step functions are called by name (step_$id); commas in arrays are
@@ -25,10 +26,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mode=quick bpbench=$root/build/bench/bpbench out=""
 usage() { # [status]: 0 for --help (stdout), else bad usage (stderr, 2)
 	if [ "${1:-2}" -eq 0 ]; then
-		sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 	fi
-	sed -n '5,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -65,7 +66,7 @@ has_sub() { "$bpbench" --help 2>&1 | grep -Eq "^  $1( |$)"; }
 has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
 
 # The steps: id, title, estimated seconds per mode (quick tiny full).
-ids=(locks locks-work50 ring pipeline sweep rdma-fill flame report)
+ids=(locks locks-work50 ring pipeline sweep rdma-fill rdma-latency flame report)
 declare -A title est
 # (quick: measured on a shared 2-core VM. The ring step's time is mostly
 # DPDK's classic MP/MC rte_ring at 2x2 and 4x4: with more threads than
@@ -77,6 +78,7 @@ title[ring]="ring comparison";                   est[ring]="30 4 120"
 title[pipeline]="pipeline";                      est[pipeline]="16 4 240"
 title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
 title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="2 1 10"
+title[rdma-latency]="RDMA latency and CPU";      est[rdma-latency]="10 4 40"
 title[flame]="flame graphs";                     est[flame]="15 8 40"
 title[report]="report";                          est[report]="1 1 1"
 col=1
@@ -279,6 +281,22 @@ step_rdma-fill() {
 	else
 		FI_TCP_IFACE=lo "$bpbench" rdma-fill "${a[@]}"
 	fi
+}
+# Document 001's trade-off: one-operation latency (4 KiB, depth 1) against
+# the CPU it costs, per completion wait, the pipeline and a raw libfabric
+# loop, on each provider that opens here.
+step_rdma-latency() {
+	if ! has_sub rdma; then
+		echo "not run: bpbench has no rdma (built without libfabric: -Drdma=enabled needs libfabric-dev)" >&2
+		return 77
+	fi
+	case $mode in
+	quick) a=(--quick --lat-ms 200) ;;
+	tiny) a=(--quick --lat-ms 30 --idle-ms 30 --providers shm) ;;
+	full) a=() ;;
+	esac
+	# Loopback only: libfabric's tcp provider would pick eth0 otherwise.
+	FI_TCP_IFACE=lo "$bpbench" rdma --latency "${a[@]}" --out "$out" --name rdma-latency
 }
 # flamegraph.sh's 77 (perf cannot record, or offline with the page's
 # scripts not cached) is returned as it is: the step is skipped, its reason

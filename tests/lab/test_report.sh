@@ -49,7 +49,7 @@ fi
 rc=$?
 cat "$tmp/showcase.out"
 [ -s "$out/steps.tsv" ] || fail "no steps.tsv"
-grep -q '^\[1/8\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
+grep -q '^\[1/9\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
 subs=$("$BPBENCH" --help 2>&1)
 while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; do
 	case $status in
@@ -61,6 +61,7 @@ while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; d
 		pipeline) marker="## Pipeline" ;;
 		sweep) marker="| B small |" ;;
 		rdma-fill) marker="| fill Gbps |" ;;
+		rdma-latency) marker="| provider | variant | wait | p50 us |" ;;
 		flame) marker="side by side and differential:" ;;
 		*) marker="" ;;
 		esac
