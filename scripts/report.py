@@ -248,6 +248,19 @@ class Report:
                          "<figcaption><b>%s</b>: %s</figcaption></figure>"
                          % (html.escape(name), data, html.escape(name), html.escape(sentence)))
 
+    def plot(self, name, size, settings, plots, caption):
+        """Draw NAME (a PNG in the results folder) with gnuplot: the common
+        terminal and key, then settings and `plot` of the plots; the figure
+        with its caption, or a line saying why it was not drawn."""
+        png = os.path.join(self.dir, name)
+        why = gnuplot(PLOT_TERM % size + "set output '%s'\nset termoption noenhanced\n"
+                      "set grid\nset key outside right top\n%s\nplot %s\n"
+                      % (png, settings.strip(), ", ".join(plots)))
+        if why:
+            self.para("%s: not drawn: %s" % (name, why), "missing")
+        else:
+            self.figure(name, caption)
+
     def link(self, href, text):
         self.md.append("* [%s](%s)" % (text, href))
         self.html.append('<li><a href="%s">%s</a></li>' % (html.escape(href), html.escape(text)))
@@ -642,30 +655,21 @@ class Report:
                     v = qs.get(q)
                     f.write(" %s" % ("%.4g" % (bp / v) if bp and v else "?"))
                 f.write("\n")
-        png = os.path.join(self.dir, "ring-ratios.png")
-        width = max(900, 30 * len(keys) * max(1, len(names)) // 2)
-        why = gnuplot(PLOT_TERM % (width, 480) + """set output '%s'
-set termoption noenhanced
-set datafile missing '?'
+        self.plot("ring-ratios.png", (max(900, 30 * len(keys) * max(1, len(names)) // 2), 480),
+                  """set datafile missing '?'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y
-set grid ytics
-set key outside right top
 set ylabel 'batchpipe / queue (median M items/s; > 1: batchpipe moved more)'
 set xtics rotate by -30
-set title 'bp_ring against each other queue, per point (P producers x C consumers, batch B)'
-plot %s, 1 with lines lw 2 lc rgb 'black' notitle
-""" % (png, ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, q)
-                     for i, q in enumerate(names))))
-        if why:
-            self.para("ring-ratios.png: not drawn: %s" % why, "missing")
-            return
-        self.figure("ring-ratios.png",
-                    "batchpipe's median throughput over each other queue's, per point, on a "
-                    "log scale: a bar above the black line at 1 is a point where batchpipe "
-                    "moved more items than that queue; data in ring-ratios.dat, from ring.csv.")
+set title 'bp_ring against each other queue, per point (P producers x C consumers, batch B)'""",
+                  ["'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, q)
+                   for i, q in enumerate(names)]
+                  + ["1 with lines lw 2 lc rgb 'black' notitle"],
+                  "batchpipe's median throughput over each other queue's, per point, on a "
+                  "log scale: a bar above the black line at 1 is a point where batchpipe "
+                  "moved more items than that queue; data in ring-ratios.dat, from ring.csv.")
 
     def pipeline(self):
         self.heading("Pipeline")
@@ -732,25 +736,16 @@ plot %s, 1 with lines lw 2 lc rgb 'black' notitle
                     idx += 1
         if not plots:
             return
-        png = os.path.join(self.dir, "pipeline-workers.png")
-        why = gnuplot(PLOT_TERM % (900, 520) + """set output '%s'
-set termoption noenhanced
-set logscale x 2
+        self.plot("pipeline-workers.png", (900, 520), """set logscale x 2
 set logscale y
-set grid
-set key outside right top
 set xlabel 'workers W'
 set ylabel 'M jobs/s (median)'
-set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'
-plot %s
-""" % (png, wait, ", ".join(plots)))
-        if why:
-            self.para("pipeline-workers.png: not drawn: %s" % why, "missing")
-            return
-        self.figure("pipeline-workers.png",
-                    "the pipeline's median throughput against the worker count, a colour per "
-                    "batch size B, wait %s; dashed, the plain hand-written design moving the same "
-                    "jobs where it ran; data in pipeline-workers.dat, from pipeline.csv." % wait)
+set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'""" % wait,
+                  plots,
+                  "the pipeline's median throughput against the worker count, a colour per "
+                  "batch size B, wait %s; dashed, the plain hand-written design moving the "
+                  "same jobs where it ran; data in pipeline-workers.dat, from pipeline.csv."
+                  % wait)
 
     def sweep(self):
         self.heading("Batch sweep")
@@ -895,25 +890,15 @@ plot %s
                     idx += 1
         if not plots:
             return
-        png = os.path.join(self.dir, "rdma-latency.png")
-        why = gnuplot(PLOT_TERM % (900, 560) + """set output '%s'
-set termoption noenhanced
-set logscale y
-set grid
-set key outside right top
-set xlabel 'client CPU, %% of one core'
+        self.plot("rdma-latency.png", (900, 560), """set logscale y
+set xlabel 'client CPU, % of one core'
 set ylabel 'latency of one 4 KiB write, us'
-set title 'RDMA: latency against the CPU it costs, per completion wait (filled: p50, open: p99)'
-plot %s
-""" % (png, ", ".join(plots)))
-        if why:
-            self.para("rdma-latency.png: not drawn: %s" % why, "missing")
-        else:
-            self.figure("rdma-latency.png",
-                        "each point one completion wait (named beside it) of the pipeline or "
-                        "the raw loop on one provider: p50 and p99 latency against the client's "
-                        "CPU. Lower left is better; a point far to the right burns a core to "
-                        "wait; data in rdma-latency.dat, from rdma-latency.csv.")
+set title 'RDMA: latency against the CPU it costs, per completion wait (filled: p50, open: p99)'""",
+                  plots,
+                  "each point one completion wait (named beside it) of the pipeline or the raw "
+                  "loop on one provider: p50 and p99 latency against the client's CPU. Lower "
+                  "left is better; a point far to the right burns a core to wait; data in "
+                  "rdma-latency.dat, from rdma-latency.csv.")
         self.step_table("rdma-latency")
 
     def flames(self):
