@@ -148,7 +148,7 @@ elif mode == "annotate":
             "<table><tr><th>share</th><th>samples</th><th>top self time</th></tr>%s</table>"
             "</div>" % (html.escape(name), html.escape(cmd), total, html.escape(freq), rows))
     text = re.sub(r"<title>[^<]*</title>",
-                  "<title>Flame graph: %s</title>" % html.escape(name), text, count=1)
+                  lambda m: "<title>Flame graph: %s</title>" % html.escape(name), text, count=1)
     text, n = re.subn(r"(<body[^>]*>)", lambda m: m.group(1) + head, text, count=1)
     if not n:
         sys.exit("no <body> in " + page)

@@ -328,12 +328,17 @@ class Report:
                   "(%s):" % target_count(pairs))
         self.table(["target", "verdict"], pairs)
         missed = [t for t, v in pairs if v == "MISSED"]
+        judged = sum(1 for _, v in pairs if v in ("met", "MISSED"))
         if missed:
             self.summary.append("%s: %d of %d targets MISSED (first: %s)"
-                                % (sid, len(missed), len(pairs), missed[0]))
+                                % (sid, len(missed), judged, missed[0]))
 
-    def step_table(self, sid):
-        self.step_targets(sid)
+    def step_table(self, sid, targets=True):
+        """The step's targets (unless targets is False: the flame step's
+        table holds the profiled runs' output, not targets of its own),
+        then its whole table, folded."""
+        if targets:
+            self.step_targets(sid)
         p = os.path.join(self.dir, sid + ".txt")
         if os.path.isfile(p) and os.path.getsize(p):
             with open(p, encoding="utf-8", errors="replace") as f:
@@ -685,6 +690,8 @@ set title 'bp_ring against each other queue, per point (P producers x C consumer
                     runs.setdefault((r["wait"], int(r["workers"]), int(r["B"])), []).append(
                         num(r["Mjobs_per_s"]))
             bs = sorted({k[2] for k in runs})
+            if not runs:
+                raise Unreadable(self.current, "no unordered rows")
             self.para("bp_pipeline end to end (producers -> workers -> sink, trivial jobs, "
                       "unordered): M jobs/s per wait strategy, worker count W and batch size B, "
                       "median [min-max] of n interleaved runs.")
@@ -773,11 +780,12 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
             t_hi = median([t for t, _ in byb[hi]])
             l_lo = median([p for _, p in byb[lo]])
             l_hi = median([p for _, p in byb[hi]])
-            # the peak, which need not be at the largest B
-            t_pk, b_pk = max((median([t for t, _ in byb[b]]) or 0, b) for b in bs)
+            # the peak, which need not be at the largest B (None: no throughput)
+            t_pk, b_pk = max(((median([t for t, _ in byb[b]]), b) for b in bs),
+                             key=lambda x: x[0] if x[0] is not None else -1)
             label = "%s=%s" % (p2, v2) if p2 else "-"
             out.append([label, "%g" % lo, fmt(t_lo), fmt(l_lo), "%g" % hi, fmt(t_hi), fmt(l_hi),
-                        "%s at B=%g" % (fmt(t_pk), b_pk),
+                        "%s at B=%g" % (fmt(t_pk), b_pk) if t_pk is not None else "-",
                         ratio_text(t_pk / t_lo) if t_lo and t_pk else "-",
                         ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
             if len(out) == 1:
@@ -936,7 +944,7 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                         "kernel's futex paths, or in the jobs' own work and the queue operations "
                         "(the top self-time functions of each profile are listed on the page "
                         "and in the step's table below)." % (a, b, b, a))
-        self.step_table("flame")
+        self.step_table("flame", targets=False)
 
     def flame_profiles(self):
         """A sentence per profile from the step's table (flame.txt): the

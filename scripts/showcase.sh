@@ -122,9 +122,13 @@ steal_stat() { # "steal total" jiffies since boot, all CPUs
 	awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat
 }
 others_ticks() { # FILE: "pid ticks" of every process outside this session
-	python3 - "$$" >"$1" <<'PY'
+	# ticks: its own CPU and that of its children it has reaped (a build
+	# next door is many short compilers, seen only in their parent's
+	# cutime). A first line "ok" says the scan ran.
+	python3 - "$$" >"$1" 2>/dev/null <<'PY' || : >"$1"
 import os, sys
 me = os.getsid(int(sys.argv[1]))
+print("ok")
 for p in os.listdir("/proc"):
     if not p.isdigit():
         continue
@@ -135,14 +139,23 @@ for p in os.listdir("/proc"):
         continue  # gone meanwhile
     f = s[s.rindex(")") + 2:].split()  # from field 3 (state) on
     if int(f[3]) != me:  # field 6: the session
-        print(p, int(f[11]) + int(f[12]))  # fields 14, 15: utime, stime
+        # fields 14-17: utime, stime, cutime, cstime
+        print(p, int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]))
 PY
 }
 load_of_step() { # before-file after-file steal0 total0 wall_ms -> "others% steal%"
 	read -r s1 t1 <<<"$(steal_stat)"
+	# Without a scan at both ends (no python3) the other load is unknown: "-".
+	if [ "$(head -n 1 "$1")" != ok ] || [ "$(head -n 1 "$2")" != ok ]; then
+		awk -v s0="$3" -v t0="$4" -v s1="$s1" -v t1="$t1" 'BEGIN {
+			printf "- %.0f\n", t1 > t0 ? 100 * (s1 - s0) / (t1 - t0) : 0 }'
+		return
+	fi
 	awk -v s0="$3" -v t0="$4" -v s1="$s1" -v t1="$t1" -v w="$5" -v hz="$hz" -v n="$ncpu" '
-		NR == FNR { before[$1] = $2; next }
-		{ ticks += $2 - ($1 in before ? before[$1] : 0) }  # new ones: all of it
+		$1 == "ok" { next }
+		FILENAME == ARGV[1] { before[$1] = $2; next }
+		{ d = $2 - ($1 in before ? before[$1] : 0)  # new ones: all of it
+		  if (d > 0) ticks += d }  # a pid reused meanwhile: not below 0
 		END {
 			cap = w / 1000 * n  # CPU-seconds the machine had
 			pct = cap > 0 ? 100 * ticks / hz / cap : 0  # (in printf, > redirects)
@@ -297,6 +310,13 @@ step_rdma-latency() {
 	esac
 	# Loopback only: libfabric's tcp provider would pick eth0 otherwise.
 	FI_TCP_IFACE=lo "$bpbench" rdma --latency "${a[@]}" --out "$out" --name rdma-latency
+	lrc=$?
+	# No provider opened here: a reason to skip, as for the fill, not a fault
+	if [ "$lrc" -eq 1 ] && grep -q 'NOTHING MEASURED' "$out/logs/rdma-latency.err"; then
+		echo "not run: no libfabric provider of the step opens here (fi_info -l lists them)" >&2
+		return 77
+	fi
+	return "$lrc"
 }
 # flamegraph.sh's 77 (perf cannot record, or offline with the page's
 # scripts not cached) is returned as it is: the step is skipped, its reason

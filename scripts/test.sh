@@ -7,7 +7,7 @@
 #   scripts/test.sh            everything
 #   scripts/test.sh --fast     the plain build only (no sanitizers)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 fast=0
 [ "${1:-}" = "--fast" ] && fast=1
 

@@ -307,10 +307,18 @@ static int parse_opts(int argc, char **argv, struct target_opts *o)
 			if (ch == opts[i].short_name)
 				r = &opts[i];
 		if (r == NULL) { /* '?' or ':' */
-			fprintf(stderr,
-				"bp-target: bad option, or one missing its "
-				"value: %s\n",
-				argv[optind - 1]);
+			/* a short option inside a group (-xv): optopt names
+			 * it; argv[optind - 1] may be another word */
+			if (optopt > 0 && optopt < 256)
+				fprintf(stderr,
+					"bp-target: bad option, or one missing "
+					"its value: -%c\n",
+					optopt);
+			else
+				fprintf(stderr,
+					"bp-target: bad option, or one missing "
+					"its value: %s\n",
+					argv[optind - 1]);
 			return -1;
 		}
 		if (set_opt(r, optarg, o) < 0) {

@@ -230,7 +230,7 @@ static void lk_print_targets(FILE *f, const struct lk_opts *o,
 			else
 				fprintf(f,
 					"  %u threads: best batchpipe >= 90 %% "
-					"of the ceiling: %s (%s %.0f %%)\n",
+					"of the ceiling: %s (%s %.1f %%)\n",
 					n, pct >= 90 ? "met" : "MISSED",
 					o->vars[h.best_v]->name, pct);
 			continue;
@@ -244,7 +244,7 @@ static void lk_print_targets(FILE *f, const struct lk_opts *o,
 		else
 			fprintf(f,
 				"  16 threads: best batchpipe >= 0.9 of %s: %s "
-				"(%s %.2f)\n",
+				"(%s %.3f)\n",
 				lk_plain_lockfree.name,
 				h.best / h.plain >= 0.9 ? "met" : "MISSED",
 				o->vars[h.best_v]->name, h.best / h.plain);
@@ -253,15 +253,16 @@ static void lk_print_targets(FILE *f, const struct lk_opts *o,
 				lk_batchpipe_pipeline.name,
 				lk_batchpipe_ring.name);
 		else
-			fprintf(f, "  16 threads: %s >= 0.6 of %s: %s (%.2f)\n",
+			fprintf(f, "  16 threads: %s >= 0.6 of %s: %s (%.3f)\n",
 				lk_batchpipe_pipeline.name,
 				lk_batchpipe_ring.name,
 				h.pipeline / h.ring >= 0.6 ? "met" : "MISSED",
 				h.pipeline / h.ring);
 	}
 	if (!any)
-		fprintf(f, "  n/a: the targets are at 16 (and, with --work-ns, "
-			   "32) threads; this run had neither\n");
+		fprintf(f, "  n/a: the targets need a batchpipe variant at 16 "
+			   "(and, with --work-ns, 32) threads, which this run did "
+			   "not measure\n");
 }
 
 static int lk_name_width(const struct lk_opts *o)

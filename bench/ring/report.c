@@ -196,15 +196,19 @@ static void ring_headline_points(FILE *f, const struct ring_opts *o,
 			}
 		}
 	if (!nratio) {
-		fprintf(f, "  every point >= the best other queue: n/a\n");
+		fprintf(f, "  every PxC x B point >= the best other queue: n/a "
+			   "(no other queue ran)\n");
+		fprintf(f, "  geometric mean of the ratios >= 1.6: n/a\n");
 		return;
 	}
+	/* three digits: a value printed rounded up to the bar it missed
+	 * would contradict its verdict */
 	fprintf(f,
 		"  every PxC x B point >= the best other queue: %s (%d of %d "
-		"below; worst %.2f at %ux%u B=%u)\n",
+		"below; worst %.3f at %ux%u B=%u)\n",
 		verdict(!below), below, nratio, worst, o->points[wpt][0],
 		o->points[wpt][1], o->batches[wb]);
-	fprintf(f, "  geometric mean of the ratios >= 1.6: %s (%.2f)\n",
+	fprintf(f, "  geometric mean of the ratios >= 1.6: %s (%.3f)\n",
 		verdict(geomean >= 1.6), geomean);
 }
 
@@ -233,33 +237,43 @@ static void ring_print_headline(FILE *f, const struct ring_opts *o,
 			double v = ring_median(r, p11, b, sp, NULL, NULL) /
 				   ring_median(r, p11, b, ce, NULL, NULL);
 
-			if (v < worst)
+			if (v < worst) /* NaN: not measured, left out */
 				worst = v;
 		}
-		fprintf(f,
-			"  batchpipe-sp-sc >= 0.9 of %s at 1x1, every B: %s "
-			"(worst %.2f)\n",
-			o->queues[ce]->name, verdict(worst >= 0.9), worst);
+		if (isinf(worst))
+			fprintf(f, "  batchpipe-sp-sc >= 0.9 of %s at 1x1: n/a "
+				   "(not measured)\n", o->queues[ce]->name);
+		else
+			fprintf(f,
+				"  batchpipe-sp-sc >= 0.9 of %s at 1x1, every "
+				"B: %s (worst %.3f)\n",
+				o->queues[ce]->name, verdict(worst >= 0.9),
+				worst);
 	} else {
 		fprintf(f, "  batchpipe-sp-sc >= 0.9 of the SPSC ceiling: n/a "
 			   "(needs both queues and the 1x1 point)\n");
 	}
 	if (o->single && bp >= 0 && rte >= 0) {
-		double worst = 0;
+		double worst = -INFINITY;
 		unsigned wb = 0;
 
 		for (int b = 0; b < o->nbatches; b++) {
 			double v = ring_single_median(r, b, bp) /
 				   ring_single_median(r, b, rte);
 
-			if (v > worst) {
+			if (v > worst) { /* NaN: not measured, left out */
 				worst = v;
 				wb = o->batches[b];
 			}
 		}
+		if (isinf(worst)) {
+			fprintf(f, "  single thread, batchpipe's cost <= "
+				   "rte_ring's: n/a (not measured)\n");
+			return;
+		}
 		fprintf(f,
 			"  single thread, batchpipe's cost <= rte_ring's at "
-			"every B: %s (worst %.2fx at B=%u; per B:",
+			"every B: %s (worst %.3fx at B=%u; per B:",
 			verdict(worst <= 1.0), worst, wb);
 		for (int b = 0; b < o->nbatches; b++)
 			fprintf(f, " %u: %.2f", o->batches[b],

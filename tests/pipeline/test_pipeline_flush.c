@@ -29,6 +29,8 @@
 #include <batchpipe/batchpipe.h>
 
 #include "pt_common.h"
+#include "src/pipeline_internal.h" /* the ingress ring's waiters */
+#include "src/ring_internal.h"
 
 PT_DEFINE_GLOBALS;
 
@@ -399,16 +401,38 @@ static struct bp_pipeline *blocked_pipeline(struct fsink *s, struct fjob *fill,
 	c.max_inflight = 4;
 	p = fcreate(s, &c, true);
 	atomic_store(&gate_open, 0);
+	/*
+	 * Fill until ingress stays full: the worker takes what it can hold
+	 * (a batch, then it waits in the closed stage) whenever it gets the
+	 * CPU, so one -EAGAIN is not yet full for good.
+	 */
 	*filled = 0;
-	while (*filled < nfill) {
+	for (unsigned full = 0; full < 20 && *filled < nfill;) {
 		struct bp_job *j = &fill[*filled].hdr;
 
-		if (bp_pipeline_submit(p, &j, 1, BP_SUBMIT_NONBLOCK, -1) != 1)
-			break;
-		++*filled;
-		pt_sleep_ms(2); /* let the worker take what it can hold */
+		if (bp_pipeline_submit(p, &j, 1, BP_SUBMIT_NONBLOCK, -1) == 1) {
+			++*filled;
+			full = 0;
+		} else {
+			full++;
+			pt_sleep_ms(5);
+		}
 	}
 	return p;
+}
+
+/* Until a thread sleeps waiting for room in ingress (10 s). */
+static bool room_waiter_sleeps(struct bp_pipeline *p)
+{
+	int64_t end = pt_now_ns() + 10 * SEC;
+
+	while (__atomic_load_n(&bpi_ring_not_full(p->ingress)->sleepers,
+			       __ATOMIC_SEQ_CST) == 0)
+		if (pt_now_ns() > end)
+			return false;
+		else
+			pt_sleep_ns(100000);
+	return true;
 }
 
 struct owner_arg {
@@ -437,7 +461,8 @@ static void owner_then_flush(struct bp_pipeline *p, struct owner_arg *o,
 {
 	assert_int_equal(bp_producer_create(p, &o->h), 0);
 	assert_int_equal(pthread_create(ot, NULL, owner_main, o), 0);
-	pt_sleep_ms(100); /* the owner blocks: ingress is full */
+	/* the owner's batch submit sleeps: ingress is full */
+	assert_true(room_waiter_sleeps(p));
 	f->p = p;
 	atomic_init(&f->rc, 1);
 	assert_int_equal(pthread_create(ft, NULL, flush_thread, f), 0);
