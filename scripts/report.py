@@ -391,7 +391,8 @@ class Report:
             others, steal = num(r[5]), num(r[6])
             if others is not None and steal is not None:
                 load = "others %.0f %%, steal %.0f %%" % (others, steal)
-                if others > LOADED_PCT or steal > LOADED_PCT:
+                # the report step measures nothing: its load judges nothing
+                if (others > LOADED_PCT or steal > LOADED_PCT) and r[0] != "report":
                     load += " (UNDER LOAD)"
                     loaded.append("%s (others %.0f %%, steal %.0f %%)"
                                   % (r[3] or r[0], others, steal))

@@ -139,8 +139,10 @@ for p in os.listdir("/proc"):
         continue  # gone meanwhile
     f = s[s.rindex(")") + 2:].split()  # from field 3 (state) on
     if int(f[3]) != me:  # field 6: the session
-        # fields 14-17: utime, stime, cutime, cstime
-        print(p, int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]))
+        # fields 14-17: utime, stime, cutime, cstime; not init's children:
+        # it reaps orphans, such as the showcase's own escaped browser
+        # processes, whose CPU would land in the step that ends them
+        print(p, int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if p != "1" else 0))
 PY
 }
 load_of_step() { # before-file after-file steal0 total0 wall_ms -> "others% steal%"
