@@ -195,7 +195,6 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 */
 	bpi_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
 	bpi_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
-	p->ingress_cap = bp_ring_capacity(p->ingress);
 	/* relaxed: before any thread of the pipeline exists */
 	atomic_store_explicit(&p->room_need, ROOM_NOBODY,
 			      memory_order_relaxed);

@@ -107,7 +107,6 @@ struct bp_pipeline {
 	struct bp_stage stage; /* the caller's table may go after create */
 	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
 	struct bp_ring *ingress;
-	unsigned ingress_cap; /* bp_ring_capacity(ingress) */
 	struct bp_worker *workers;
 	unsigned nworkers;
 	/* workers kept awake at most by passed-on wake-ups: the CPUs they may

@@ -708,7 +708,7 @@ dequeue_none(struct bp_ring *r, uint64_t ch, unsigned need, unsigned *availp)
  * not cross the end of the slot array and the claim succeeds at the first
  * try; nothing ready, or too little for a bulk, is answered here too.
  * Anything else starts over on the general path. `wide` as for
- * enqueue_fast(); `wake`: false only for bpi_ring_dequeue_burst_left.
+ * enqueue_fast(); `wake`: false only for bpi_ring_dequeue_burst_nowake.
  */
 static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 					 unsigned n, bool bulk,
@@ -778,12 +778,12 @@ static __attribute__((noinline)) int dequeue_wide(struct bp_ring *r,
 }
 
 static __attribute__((noinline)) int
-dequeue_wide_left(struct bp_ring *r, void **items, unsigned n, unsigned *left)
+dequeue_wide_nowake(struct bp_ring *r, void **items, unsigned n)
 {
 	/* 0 and oversized batches: as enqueue_wide() */
 	if (unlikely(n - 1u >= r->capacity))
-		return dequeue_slow(r, items, n, false, left, false);
-	return dequeue_fast(r, items, n, false, left, true, false);
+		return dequeue_slow(r, items, n, false, NULL, false);
+	return dequeue_fast(r, items, n, false, NULL, true, false);
 }
 
 /* As enqueue_entry(). */
@@ -1135,10 +1135,9 @@ int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
 	return dequeue(r, items, n, false, NULL, false);
 }
 
-int bpi_ring_dequeue_burst_left(struct bp_ring *r, void **items, unsigned n,
-				unsigned *left)
+int bpi_ring_dequeue_burst_nowake(struct bp_ring *r, void **items, unsigned n)
 {
 	if (n - 1u < LEAF_MAX)
-		return dequeue_fast(r, items, n, false, left, false, false);
-	return dequeue_wide_left(r, items, n, left);
+		return dequeue_fast(r, items, n, false, NULL, false, false);
+	return dequeue_wide_nowake(r, items, n);
 }

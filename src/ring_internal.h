@@ -72,12 +72,11 @@ uint64_t bpi_ring_reserved_pos(const struct bp_ring *r, uint64_t *count);
 /*
  * bp_ring_dequeue_burst() without its not-full wake check, for a consumer
  * that wakes the ring's producers on a condition of its own (the
- * pipeline's ingress: bpi_ingress_taken). *left: as *available. On a
- * multi-consumer ring the claim is a seq_cst CAS, so the caller may wake
- * with bpi_waitq_wake_after_rmw() after a count > 0.
+ * pipeline's ingress: bpi_ingress_taken). On a multi-consumer ring the
+ * claim is a seq_cst CAS, so the caller may wake with
+ * bpi_waitq_wake_after_rmw() after a count > 0.
  */
-int bpi_ring_dequeue_burst_left(struct bp_ring *r, void **items, unsigned n,
-				unsigned *left);
+int bpi_ring_dequeue_burst_nowake(struct bp_ring *r, void **items, unsigned n);
 
 /*
  * Non-zero when a dequeue would not come back empty-handed: the slot at the

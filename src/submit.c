@@ -28,7 +28,7 @@
  *
  * The waiters say what they wait for in p->room_need, the smallest need of
  * them all (ROOM_NOBODY when none). A worker's take wakes not-full only
- * when it leaves at least that much room (bpi_ingress_taken), and first
+ * once that many slots are free (bpi_ingress_taken), and first
  * puts ROOM_NOBODY back: every waiter it wakes, and any that was not
  * asleep yet, says its need again before it sleeps again (room_try runs
  * after the waitq's prepare, every time). docs/wakeup.md, "Room in
@@ -73,7 +73,7 @@ static int room_try(void *arg)
 /* 1..half the ring */
 static unsigned room_clamp(const struct bp_pipeline *p, unsigned n)
 {
-	unsigned half = p->ingress_cap / 2;
+	unsigned half = bp_ring_capacity(p->ingress) / 2;
 
 	n = n < half ? n : half;
 	return n ? n : 1;

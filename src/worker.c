@@ -382,8 +382,7 @@ static int take_batch(struct bp_worker *w)
 		return 0;
 	/* no wake check of the ring's own: threads waiting for room wait
 	 * for a need of theirs, and bpi_ingress_taken wakes them then */
-	n = bpi_ring_dequeue_burst_left(p->ingress, (void **)w->buf, want,
-					NULL);
+	n = bpi_ring_dequeue_burst_nowake(p->ingress, (void **)w->buf, want);
 	if (n <= 0)
 		return n;
 	bpi_ingress_taken(p);

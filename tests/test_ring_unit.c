@@ -994,7 +994,7 @@ static void test_close(void **state)
 	assert_int_equal(bp_ring_dequeue_bulk(r, out, 0, NULL), 0);
 	assert_int_equal(bp_ring_enqueue_burst(r, v, 0, NULL), 0);
 	assert_int_equal(bp_ring_enqueue_bulk(r, v, 0, NULL), 0);
-	assert_int_equal(bpi_ring_dequeue_burst_left(r, out, 0, NULL), 0);
+	assert_int_equal(bpi_ring_dequeue_burst_nowake(r, out, 0), 0);
 	assert_int_equal(bp_ring_close(r), 0);
 	bp_ring_destroy(r);
 
