@@ -205,7 +205,7 @@ static int open_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 	return 0;
 }
 
-static void close_ep(struct bpi_fab *f)
+void bpi_fab_close_ep(struct bpi_fab *f)
 {
 	if (f->ep)
 		fi_close(&f->ep->fid);
@@ -247,16 +247,16 @@ int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 {
 	int rc;
 
-	close_ep(f);
+	bpi_fab_close_ep(f);
 	rc = open_ep(info, cq_size, av_count, wait_fd, l, f);
 	if (rc)
-		close_ep(f);
+		bpi_fab_close_ep(f);
 	return rc;
 }
 
 void bpi_fab_close(struct bpi_fab *f)
 {
-	close_ep(f);
+	bpi_fab_close_ep(f);
 	if (f->domain)
 		fi_close(&f->domain->fid);
 	if (f->fabric)

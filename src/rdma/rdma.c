@@ -368,7 +368,13 @@ int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 	for (unsigned i = 0; i < r->cfg.workers; i++)
 		for (unsigned k = 0; k < r->cfg.rails; k++) {
 			struct fid_mr *mr;
-			int rc = bpi_fab_mr_reg(&r->workers[i].rails[k].fab,
+			int rc = 0;
+
+			/* closed by an abort: bound registrations need it */
+			if (r->workers[i].rails[k].closed)
+				rc = bpi_rdma_rail_reopen(r, &r->workers[i], k);
+			if (!rc)
+				rc = bpi_fab_mr_reg(&r->workers[i].rails[k].fab,
 						addr, len, FI_READ | FI_WRITE,
 						mem, &r->log, &mr);
 

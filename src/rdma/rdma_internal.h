@@ -82,6 +82,8 @@ void bpi_fab_close(struct bpi_fab *f);
  * Close f's endpoint, CQ and AV and open new ones in the same domain (a
  * rail whose operations will never complete). On failure f has none.
  */
+/* Close a rail's endpoint, AV and CQ, keeping the fabric and domain. */
+void bpi_fab_close_ep(struct bpi_fab *f);
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		      bool wait_fd, const struct bpi_logger *l,
 		      struct bpi_fab *f);
@@ -204,6 +206,9 @@ struct bpi_rail {
 	unsigned eagain_count; /* the clock is read every 64th */
 	int64_t *peer_down;    /* per peer id: when it was given up, or 0 */
 	bool broken;	       /* the endpoint could not be reopened */
+	/* the endpoint was closed by an abort (stage.c's reset_rail); the
+	 * next pipeline's worker, or bp_rdma_register, opens it again */
+	bool closed;
 	fi_addr_t *peer_addr;  /* per peer id, FI_ADDR_NOTAVAIL until used */
 	uint32_t *peer_gen;    /* per peer id: the gen peer_addr/down are of */
 	/* operations in flight to peers gone (bp_rdma_peer_gone), counted
@@ -222,6 +227,10 @@ struct bpi_rdma_worker {
 	unsigned gone_seen;	    /* bp_rdma.gone_epoch at the last look */
 	int epfd;		    /* EVENT: every rail's CQ fd */
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
+	/* when the pipeline's abort reached this worker (rdma_cancel), 0
+	 * before: from then on, a rail whose operations complete nothing for
+	 * BPI_RDMA_ABORT_QUIET_NS is reset (stage.c's abort_quiet) */
+	int64_t cancel_ns;
 	struct bp_job **done;
 	unsigned ndone; /* of BPI_RDMA_DONE_CAP, in stage.c */
 	/* the batch post() is posting: post_batch entries each */
@@ -257,6 +266,19 @@ enum bpi_site {
 };
 
 #define BPI_RDMA_MAGIC 0x62705244u /* "bpRD": stage_ctx is a struct bp_rdma */
+
+/*
+ * After an abort, how long a rail's operations in flight may complete
+ * nothing before they are cancelled and the endpoint reopened: long enough
+ * for a live peer to complete something (a 1 MiB write takes under 1 ms
+ * on loopback), short enough that an abort with a dead peer returns well
+ * within 100 ms instead of after peer_timeout_ns.
+ */
+#define BPI_RDMA_ABORT_QUIET_NS 20000000
+
+/* Open a rail's endpoint anew (stage.c); the caller owns the rail. */
+int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			 unsigned k);
 
 /* Completed jobs a worker collects before handing them off (stage.c). */
 #define BPI_RDMA_DONE_CAP 256

@@ -8,7 +8,8 @@
  *                  the completed jobs to the sink in one batch, post what
  *                  the reaped credits allow; wait as cq_wait says
  *   cancel()       jobs still queued complete as cancelled; posted ones run
- *                  to their completion
+ *                  to their completion, or are cancelled once their rail
+ *                  has completed nothing for BPI_RDMA_ABORT_QUIET_NS
  *
  * Posting: at most `credits` operations in flight per rail
  * and `post_batch` per pass, with FI_MORE on all but the last of a pass so
@@ -430,7 +431,7 @@ static unsigned gather(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		int rc = 0;
 
 		peer_sync(r, ws, rl, j->peer);
-		if (rl->broken || peer_is_down(r, rl, j->peer))
+		if (rl->broken || rl->closed || peer_is_down(r, rl, j->peer))
 			rc = -EHOSTUNREACH;
 		else if (j->hdr.stage_word != PREPARED && r->cfg.prepare) {
 			out_enter(ws, SITE_PREPARE);
@@ -587,35 +588,19 @@ static bool reap_error(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 }
 
 /*
- * Operations in flight on a rail that completes nothing for
- * peer_timeout_ns will never complete: posted to a dead peer, shm keeps
- * them forever. Fail them, give up their peers on this rail (and the jobs
- * queued for those), and reopen the rail's endpoint, CQ and AV in the same
- * domain, so that no late completion can name a job already handed back.
+ * A rail's endpoint, CQ and AV opened anew in the same domain (after
+ * reset_rail closed them, or to replace them): a new slot space for the
+ * registrations bound to it, no peer addresses yet. A rail that cannot be
+ * opened is broken: its jobs fail fast (-EHOSTUNREACH).
  */
-static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
-		       struct bp_worker *w, unsigned k, bool gone)
+int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			 unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
 	bool event = r->cfg.cq_wait == BP_RDMA_CQ_EVENT;
-	unsigned stuck = rl->inflight, queued;
 	int rc;
 
-	for (unsigned i = 0; i < r->cfg.credits; i++) {
-		struct bp_rdma_job *j = rl->flight[i];
-
-		if (!j)
-			continue;
-		rl->flight[i] = NULL;
-		rl->peer_down[j->peer] = bpi_now_ns();
-		fail_job(ws, w, rl, j, gone ? -ECONNABORTED : -ETIMEDOUT);
-	}
-	rl->inflight = 0;
-	rl->gone_inflight = 0;
-	for (unsigned i = 0; i < r->cfg.credits; i++)
-		rl->free_slot[i] = i;
-	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
-	if (event)
+	if (event && !rl->closed)
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
 	out_enter(ws, SITE_REOPEN);
 	rc = bpi_fab_reopen_ep(bpi_fab_rail_info(r->info, k),
@@ -631,10 +616,76 @@ static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	for (unsigned i = 0; i < r->cfg.max_peers; i++)
 		rl->peer_addr[i] = FI_ADDR_NOTAVAIL;
 	rl->broken = rc != 0; /* no endpoint: nothing goes any more */
+	rl->closed = false;
 	rl->last_mr = NULL;
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
-	if (gone)
+	return rc;
+}
+
+/* Why reset_rail gives up a rail's operations in flight. */
+enum reset_why {
+	RESET_QUIET, /* nothing completed for peer_timeout_ns */
+	RESET_GONE,  /* only operations to peers told gone are left */
+	RESET_ABORT, /* the pipeline aborts; nothing completed for a while */
+};
+
+/*
+ * Operations in flight on a rail that complete nothing (for
+ * peer_timeout_ns, or for BPI_RDMA_ABORT_QUIET_NS once the pipeline
+ * aborts) will never complete: posted to a dead peer, shm keeps them
+ * forever. Fail them (cancelled, in an abort: whether the bytes landed is
+ * unknown), give up their peers on this rail unless it is an abort (and
+ * the jobs queued for those), and close the rail's endpoint, CQ and AV, so
+ * that no late completion can name a job already handed back. The
+ * endpoint is opened again at once, except in an abort, which must not
+ * wait for that (tens of ms on shm, which maps a new region): there the
+ * next pipeline's worker opens it (rdma_init).
+ */
+static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+		       struct bp_worker *w, unsigned k, enum reset_why why)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	unsigned stuck = rl->inflight, queued;
+	int err = why == RESET_GONE    ? -ECONNABORTED
+		  : why == RESET_ABORT ? BP_JOB_CANCELLED
+				       : -ETIMEDOUT;
+	int rc = 0;
+
+	for (unsigned i = 0; i < r->cfg.credits; i++) {
+		struct bp_rdma_job *j = rl->flight[i];
+
+		if (!j)
+			continue;
+		rl->flight[i] = NULL;
+		/* an abort says nothing of the peer: a later pipeline on
+		 * this bp_rdma may write to it at once */
+		if (why != RESET_ABORT)
+			rl->peer_down[j->peer] = bpi_now_ns();
+		fail_job(ws, w, rl, j, err);
+	}
+	rl->inflight = 0;
+	rl->gone_inflight = 0;
+	for (unsigned i = 0; i < r->cfg.credits; i++)
+		rl->free_slot[i] = i;
+	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
+	if (why == RESET_ABORT) {
+		if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
+			epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
+		out_enter(ws, SITE_CLOSE);
+		bpi_fab_close_ep(&rl->fab);
+		out_leave(ws);
+		rl->closed = true;
+		rl->quiet_since = rl->eagain_since = 0;
+		bpi_log(&r->log, BP_LOG_WARN,
+			"worker %u rail %u: abort: %u operations in flight "
+			"completed nothing for %u ms: cancelled (whether "
+			"their bytes landed is unknown), endpoint closed",
+			ws->id, k, stuck, BPI_RDMA_ABORT_QUIET_NS / 1000000);
+		return;
+	}
+	rc = bpi_rdma_rail_reopen(r, ws, k);
+	if (why == RESET_GONE)
 		bpi_log(&r->log, BP_LOG_WARN,
 			"worker %u rail %u: %u operations in flight to peers "
 			"told gone (bp_rdma_peer_gone), nothing else: failed, "
@@ -655,6 +706,26 @@ static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			rc ? bp_strerror(rc) : "");
 	if (rc)
 		fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
+}
+
+/*
+ * Aborting, a rail with operations in flight that this pass reaped nothing
+ * from: quiet since the abort (or since its last completion, whichever is
+ * later) for BPI_RDMA_ABORT_QUIET_NS, its operations are cancelled. A
+ * clock read per empty pass, in an abort only.
+ */
+static void abort_quiet(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			struct bp_worker *w, unsigned k)
+{
+	struct bpi_rail *rl = &ws->rails[k];
+	int64_t t = bpi_now_ns(), since;
+
+	if (!rl->quiet_since)
+		rl->quiet_since = t;
+	since = rl->quiet_since > ws->cancel_ns ? rl->quiet_since
+						: ws->cancel_ns;
+	if (t - since >= BPI_RDMA_ABORT_QUIET_NS)
+		reset_rail(r, ws, w, k, RESET_ABORT);
 }
 
 /*
@@ -689,7 +760,7 @@ static void check_quiet(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		}
 	}
 	if ((uint64_t)(t - rl->quiet_since) >= r->cfg.peer_timeout_ns)
-		reset_rail(r, ws, w, k, false);
+		reset_rail(r, ws, w, k, RESET_QUIET);
 }
 
 /* Of the rail's operations in flight, those to peers told gone. */
@@ -745,7 +816,7 @@ static void gone_settle(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 
 	rl->gone_inflight = count_gone(r, rl);
 	if (rl->gone_inflight && rl->gone_inflight == rl->inflight)
-		reset_rail(r, ws, w, k, true);
+		reset_rail(r, ws, w, k, RESET_GONE);
 }
 
 /*
@@ -808,10 +879,14 @@ static unsigned reap(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws)
 {
 	struct epoll_event ev[BP_RDMA_MAX_RAILS];
-	struct timespec ts = {
-		.tv_sec = (time_t)(r->cfg.event_timeout_ns / 1000000000),
-		.tv_nsec = (long)(r->cfg.event_timeout_ns % 1000000000),
-	};
+	uint64_t ns = r->cfg.event_timeout_ns;
+	struct timespec ts;
+
+	/* aborting: look at the clock often enough for abort_quiet */
+	if (ws->cancel_ns && ns > BPI_RDMA_ABORT_QUIET_NS / 4)
+		ns = BPI_RDMA_ABORT_QUIET_NS / 4;
+	ts.tv_sec = (time_t)(ns / 1000000000);
+	ts.tv_nsec = (long)(ns % 1000000000);
 
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
@@ -853,6 +928,16 @@ static int rdma_init(struct bp_worker *w, void **state)
 		bpi_pin_rail_local(bpi_fab_rail_info(r->info, 0), id,
 				   r->cfg.fallback_cpus, r->cfg.n_fallback_cpus,
 				   &r->log);
+	/* a pipeline before this one aborted: its endpoints closed */
+	r->workers[id].cancel_ns = 0;
+	for (unsigned k = 0; k < r->cfg.rails; k++)
+		if (r->workers[id].rails[k].closed &&
+		    bpi_rdma_rail_reopen(r, &r->workers[id], k))
+			bpi_log(&r->log, BP_LOG_ERROR,
+				"worker %u rail %u: the endpoint closed by an "
+				"abort could not be opened again: the rail "
+				"takes no jobs",
+				id, k);
 	*state = &r->workers[id];
 	return 0;
 }
@@ -900,7 +985,7 @@ static void rdma_poll(void *state, struct bp_worker *w)
 {
 	struct bpi_rdma_worker *ws = state;
 	struct bp_rdma *r = ws->r;
-	unsigned got = 0, busy = 0;
+	unsigned got = 0, busy = 0, reaped;
 
 	gone_look(r, ws, w);
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
@@ -911,9 +996,12 @@ static void rdma_poll(void *state, struct bp_worker *w)
 		busy++;
 		/* a rail with only queued jobs still reads: the provider
 		 * makes its progress (and frees room) inside fi_cq_read */
-		got += reap(r, ws, w, k);
+		reaped = reap(r, ws, w, k);
+		got += reaped;
 		if (rl->gone_inflight)
 			gone_settle(r, ws, w, k);
+		if (ws->cancel_ns && rl->inflight && !reaped)
+			abort_quiet(r, ws, w, k);
 		if (rl->pend)
 			got += post(r, ws, w, k);
 	}
@@ -944,6 +1032,8 @@ static void rdma_cancel(void *state, struct bp_worker *w)
 		}
 	}
 	done_flush(ws, w);
+	/* posted ones get BPI_RDMA_ABORT_QUIET_NS of quiet (rdma_poll) */
+	ws->cancel_ns = bpi_now_ns();
 }
 
 static int rdma_stats_json(void *ctx, char *buf, size_t size)
