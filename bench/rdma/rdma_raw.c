@@ -206,6 +206,7 @@ static int rr_rail_open(struct rr_lane *l, unsigned k,
 int rr_lane_open(struct rr_lane *l, const struct rr_config *c, unsigned nrails,
 		 const struct bp_rdma_peer_desc *peer, size_t size)
 {
+	const char *prov;
 	int rc = 0;
 
 	l->cfg = *c;
@@ -218,9 +219,15 @@ int rr_lane_open(struct rr_lane *l, const struct rr_config *c, unsigned nrails,
 		l->rail[k].cq_fd = -1;
 	for (unsigned k = 0; k < nrails && !rc; k++)
 		rc = rr_rail_open(l, k, peer);
-	if (rc)
+	if (rc) {
 		rr_lane_close(l);
-	return rc;
+		return rc;
+	}
+	/* as the stage decides it (rdma.c): shm completes delivered */
+	prov = l->rail[0].info->fabric_attr->prov_name;
+	l->wflags =
+		c->delivered && strcmp(prov, "shm") ? FI_DELIVERY_COMPLETE : 0;
+	return 0;
 }
 
 void rr_lane_close(struct rr_lane *l)
@@ -242,11 +249,11 @@ static void rr_post(struct rr_lane *l, struct rr_rail *rl)
 	for (unsigned j = 0; j < n; j++) {
 		struct rr_op *op = rl->free;
 		uint64_t i = l->posted;
-		struct iovec iov = {.iov_base = op->buf, .iov_len = l->size};
+		size_t len = l->size;
+		struct iovec iov = {.iov_base = op->buf};
 		struct fi_rma_iov rma = {
 			.addr = rl->base +
 				rr_offset(l->lane, i, l->slots, l->size),
-			.len = l->size,
 			.key = rl->key,
 		};
 		struct fi_msg_rma msg = {
@@ -260,10 +267,21 @@ static void rr_post(struct rr_lane *l, struct rr_rail *rl)
 		};
 		ssize_t rc;
 
-		rr_stamp(op->buf, l->size, RR_TAG(l->run, l->lane, i));
+		if (!l->make) {
+			rr_stamp(op->buf, l->size, RR_TAG(l->run, l->lane, i));
+		} else {
+			if (op->made != i + 1) { /* once, -FI_EAGAIN or not */
+				op->len = l->make(l->make_ctx, i, op->buf,
+						  l->size);
+				op->made = i + 1;
+			}
+			len = op->len;
+		}
+		iov.iov_len = rma.len = len;
 		/* FI_MORE: more of this batch follow (as the stage does) */
 		rc = fi_writemsg(rl->ep, &msg,
-				 FI_COMPLETION | (j + 1 < n ? FI_MORE : 0));
+				 FI_COMPLETION | l->wflags |
+					 (j + 1 < n ? FI_MORE : 0));
 		if (rc == -FI_EAGAIN) {
 			l->eagain++;
 			return; /* the next reap makes room */
@@ -319,6 +337,9 @@ void *rr_lane_throughput(void *arg)
 
 	l->posted = l->completed = l->eagain = l->cq_empty = 0;
 	l->err = 0;
+	for (unsigned k = 0; k < l->nrails; k++)
+		for (unsigned b = 0; b < l->nbuf; b++)
+			l->rail[k].ops[b].made = 0; /* a new run: new data */
 	bench_backoff_reset(&bo);
 	l->cpu_ns = bench_thread_cpu_ns();
 	l->t_start = bench_now_ns();

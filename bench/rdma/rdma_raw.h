@@ -61,6 +61,11 @@ struct rr_config {
 	unsigned post_batch;
 	unsigned reap_batch;
 	bool wait_fd; /* a CQ with FI_WAIT_FD (event-wait latency) */
+	/* every write FI_DELIVERY_COMPLETE, as the stage writes a job with
+	 * BP_RDMA_JOB_DELIVERED: its completion means the data is in the
+	 * peer's memory. Not on shm, whose completions already mean that
+	 * (and where the stage leaves the flag off too) */
+	bool delivered;
 };
 
 /* An operation's context: its buffer, found again from the completion. */
@@ -68,7 +73,19 @@ struct rr_op {
 	struct fi_context2 ctx; /* first: the completion's op_context */
 	void *buf;
 	struct rr_op *next_free;
+	/* with a make callback: 1 + the op whose data buf holds (0: none,
+	 * reset at the start of each run), and its length */
+	uint64_t made;
+	size_t len;
 };
+
+/*
+ * Optional, per write: put op i's data into buf (size bytes long) just
+ * before it is posted, and return how many bytes to write (1..size). The
+ * RDMA stage's prepare callback in a raw loop: called once per op, also
+ * when the provider answers -FI_EAGAIN and the op is posted again later.
+ */
+typedef size_t rr_make_fn(void *ctx, uint64_t i, void *buf, size_t size);
 
 /* One rail: everything a thread needs to write to the peer over one NIC. */
 struct rr_rail {
@@ -105,6 +122,9 @@ struct rr_lane {
 	unsigned run;	/* tag of the current run */
 	atomic_int *stop;
 	uint64_t max_ops; /* stop after this many posts (0: only *stop) */
+	rr_make_fn *make; /* NULL: each write is the buffer, tag stamped */
+	void *make_ctx;
+	uint64_t wflags; /* set by rr_lane_open: flags added to each write */
 	/* results of one run, read after join */
 	uint64_t posted, completed, eagain, cq_empty;
 	int64_t t_start, t_end;

@@ -25,7 +25,7 @@ fi
 
 pts_hdr='provider,mode,size,post_batch,reap_batch,depth,workers,rails,run,GBps,Mops,cpu_ns_per_op'
 lat_hdr='provider,mode,wait,avg_us,p50_us,p90_us,p99_us,p999_us,ops_per_s,client_cpu_pct,target_cpu_pct'
-fill_hdr='run,seed,provider,rails,bytes,page,fill_Gbps,fill_Mpages_per_s,raw_Gbps,raw_Mops_per_s,verified_bytes'
+fill_hdr='run,seed,provider,rails,bytes,page,fill_Gbps,fill_Mpages_per_s,raw_Gbps,raw_Mops_per_s,verified_bytes,raw_verified_bytes'
 args='--providers shm --sizes 4K --runs 1 --ms 20 --lat-ms 20 --idle-ms 20'
 
 # shellcheck disable=SC2086 # $args is several arguments
@@ -59,17 +59,48 @@ fi
 counts=$(check_csv "$tmp/o2/pts.csv" "$pts_hdr") || fail "bad pts.csv: $counts"
 [ "$counts" = 2 ] || fail "expected 2 rows in pts.csv, got $counts"
 
-# rdma-fill: bp-target fills 1 MiB in 64 KiB pages, two runs, each verified
+# rdma-fill: bp-target fills 1 MiB in 64 KiB pages, and the raw reference
+# (a writer process) writes the same pages into the same buffer, two runs
+# of each, every byte of both verified
 "$BPBENCH" rdma-fill --bytes 1M --page 64K --runs 2 --csv \
 	--out "$tmp/o3" >"$tmp/f.csv" 2>"$tmp/err" ||
 	fail "rdma-fill --csv exited $?: $(tail -3 "$tmp/err")"
 counts=$(check_csv "$tmp/f.csv" "$fill_hdr") || fail "bad fill CSV: $counts"
 [ "$counts" = 2 ] || fail "expected 2 fill rows, got $counts"
-awk -F, 'NR > 1 && ($11 != 1048576 || $7 == "" || $9 == "") {
+awk -F, 'NR > 1 && ($11 != 1048576 || $12 != 1048576 || $7 == "" ||
+	$8 == "" || $9 == "" || $10 == "") {
 	print "bad row: " $0; bad = 1 } END { exit bad }' "$tmp/f.csv" ||
 	fail "fill rows"
+[ "$(grep -c 'fill .* GB/s, raw .* GB/s, every byte verified' "$tmp/err")" = 2 ] ||
+	fail "rdma-fill: not one verified fill and raw pass per run"
 cmp -s "$tmp/f.csv" "$tmp/o3/rdma-fill.csv" ||
 	fail "--out file differs from the --csv output"
+# the table at the runs the target is judged on: both rows, both ratios,
+# both verified, a verdict
+"$BPBENCH" rdma-fill --bytes 256K --page 16K --runs 9 >"$tmp/f.txt" \
+	2>"$tmp/err" || fail "rdma-fill exited $?: $(tail -3 "$tmp/err")"
+for re in '^  fill  *[0-9.]* \[[0-9.]*-[0-9.]*\]' \
+	'^  raw  *[0-9.]* \[[0-9.]*-[0-9.]*\]' \
+	'^  fill / raw: [0-9.]* (ratio of medians), [0-9.]* (median of per-run ratios)$' \
+	'^  verified: 2359296 bytes of fills, 2359296 of raw passes' \
+	'^HEADLINE' '^  fill / raw >= 0.9 (tcp;ofi_rxm, 16384-byte pages): \(met\|MISSED\) ([0-9.]*, ratio of medians [0-9.]*)$'; do
+	grep -q "$re" "$tmp/f.txt" || fail "rdma-fill table: no line like '$re'"
+done
+# a wrong page from the writer is caught, and said to be the raw pass's
+BPBENCH_RDMA_FILL_FAULT=raw "$BPBENCH" rdma-fill --bytes 256K --page 16K \
+	--runs 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] || fail "a wrong raw page: exit $rc, not 1"
+grep -q 'VERIFY FAILED: raw run 0: [0-9]* of 262144 bytes differ' "$tmp/err" ||
+	fail "a wrong raw page: not reported: $(tail -2 "$tmp/err")"
+# --no-raw: the raw fields are empty, the target is not judged
+"$BPBENCH" rdma-fill --bytes 256K --runs 1 --no-raw >"$tmp/n.txt" \
+	--out "$tmp/o4" 2>"$tmp/err" || fail "rdma-fill --no-raw exited $?"
+awk -F, 'NR > 1 && ($9 != "" || $10 != "" || $12 != "" || $11 != 262144) {
+	print "bad row: " $0; bad = 1 } END { exit bad }' "$tmp/o4/rdma-fill.csv" ||
+	fail "--no-raw rows"
+grep -q '^  fill / raw >= 0.9 (.*): n/a (--no-raw)$' "$tmp/n.txt" ||
+	fail "--no-raw: no n/a verdict"
 
 for cmd in rdma rdma-fill; do
 	for bad in "--bogus" "--runs 0" "--runs" "stray"; do
