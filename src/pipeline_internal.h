@@ -69,6 +69,7 @@ struct bp_worker {
 	_Atomic uint64_t cfg_seen;
 	bool cancel_called;
 	bool pass_on; /* back from an idle wait on ingress: see take_batch */
+	bool intake_armed; /* between bp_worker_intake_arm and _disarm */
 
 	pthread_t thread;
 	bool thread_started;

@@ -221,8 +221,11 @@ int bp_ring_create(size_t capacity, unsigned flags, struct bp_ring **ringp)
 
 void bp_ring_destroy(struct bp_ring *r)
 {
-	if (r)
-		bpi_free_aligned(r, r->alloc_size, BP_FALSE_SHARING);
+	if (!r)
+		return;
+	bpi_waitq_destroy(&r->not_empty); /* their eventfds, if made */
+	bpi_waitq_destroy(&r->not_full);
+	bpi_free_aligned(r, r->alloc_size, BP_FALSE_SHARING);
 }
 
 unsigned bp_ring_capacity(const struct bp_ring *r)

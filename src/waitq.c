@@ -56,6 +56,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,7 +122,61 @@ void bpi_waitq_init(struct bpi_waitq *q)
 	__atomic_store_n(&q->sleepers, 0, __ATOMIC_RELAXED);
 	q->waker_fences = 0;
 	q->wake_one = 0;
+	__atomic_store_n(&q->fd_sleepers, 0, __ATOMIC_RELAXED);
+	q->efd1 = 0;
 	bpi_wait_global_init();
+}
+
+int bpi_waitq_fd(struct bpi_waitq *q)
+{
+	/* acquire: pairs with the release below; the fd is whole */
+	int e = __atomic_load_n(&q->efd1, __ATOMIC_ACQUIRE), fd, want = 0;
+
+	if (e)
+		return e - 1;
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* release: pairs with the acquire above and the wakers' loads */
+	if (__atomic_compare_exchange_n(&q->efd1, &want, fd + 1, false,
+					__ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		return fd;
+	close(fd); /* another thread made it first */
+	return want - 1;
+}
+
+void bpi_waitq_destroy(struct bpi_waitq *q)
+{
+	if (q->efd1)
+		close(q->efd1 - 1);
+	q->efd1 = 0;
+}
+
+/* An announced descriptor sleeper's wake: one write of the eventfd. */
+static void wake_fd(struct bpi_waitq *q)
+{
+	uint64_t one = 1;
+	/* acquire: pairs with bpi_waitq_fd's release */
+	int e = __atomic_load_n(&q->efd1, __ATOMIC_ACQUIRE);
+
+	/* relaxed: ordered after the caller's disarm or arm (see wake) */
+	if (e && __atomic_load_n(&q->fd_sleepers, __ATOMIC_RELAXED))
+		(void)!write(e - 1, &one, sizeof(one));
+}
+
+void bpi_waitq_prepare_fd(struct bpi_waitq *q)
+{
+	/* relaxed: prepare's seq_cst arming below publishes it to a waker
+	 * whose compare-and-swap of the word reads the armed bit */
+	__atomic_fetch_add(&q->fd_sleepers, 1, __ATOMIC_RELAXED);
+	(void)bpi_waitq_prepare(q);
+}
+
+void bpi_waitq_cancel_fd(struct bpi_waitq *q)
+{
+	/* relaxed: a hint, as in cancel; a stale count costs one write */
+	__atomic_fetch_sub(&q->fd_sleepers, 1, __ATOMIC_RELAXED);
+	bpi_waitq_cancel(q);
 }
 
 uint32_t bpi_waitq_prepare(struct bpi_waitq *q)
@@ -199,15 +254,18 @@ static void wake(struct bpi_waitq *q, int n, bool always)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* relaxed: the compare-and-swap below decides */
 	s = __atomic_load_n(&q->seq, __ATOMIC_RELAXED);
-	/* release: a sleeper that reads the new word sees the publication */
+	/* release: a sleeper that reads the new word sees the publication;
+	 * acquire: a descriptor sleeper whose arming this reads is counted
+	 * in fd_sleepers (wake_fd) */
 	do {
 		if (!(s & 1) && !always)
 			return;
 	} while (!__atomic_compare_exchange_n(&q->seq, &s, (s + 2) & ~1u, true,
-					      __ATOMIC_RELEASE,
+					      __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
 	syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL,
 		NULL, 0);
+	wake_fd(q);
 }
 
 void bpi_waitq_wake_all_slow(struct bpi_waitq *q)
@@ -240,7 +298,9 @@ void bpi_waitq_pass_on(struct bpi_waitq *q, int (*more)(void *), void *arg)
 	 */
 	__atomic_fetch_or(&q->seq, 1, __ATOMIC_SEQ_CST);
 	bpi_full_fence(); /* as prepare: pairs with the wakers' fence */
-	if (more(arg))
+	if (more(arg)) {
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
 			NULL, NULL, 0);
+		wake_fd(q); /* the fence above orders the count's load */
+	}
 }

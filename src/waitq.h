@@ -42,6 +42,14 @@ struct bpi_waitq {
 	 * waking them all is a herd); bpi_waitq_set_wake_one().
 	 */
 	uint32_t wake_one;
+	/*
+	 * Sleepers on a file descriptor instead of the futex (a stage that
+	 * sleeps in epoll on its completion queues as well): counted in
+	 * sleepers too, and here. A wake that finds any writes efd1 - 1, an
+	 * eventfd made on first use (0: none yet), after the futex wake.
+	 */
+	uint32_t fd_sleepers;
+	int efd1;
 };
 
 /* Registers membarrier once per process; idempotent and thread-safe. */
@@ -58,6 +66,24 @@ void bpi_wait_global_init(void);
 void bpi_barrier_all(void);
 
 void bpi_waitq_init(struct bpi_waitq *q);
+
+/*
+ * The queue's eventfd for sleepers on a descriptor, made on the first call
+ * (thread-safe); -errno if it cannot be. Every wake while such a sleeper
+ * is announced writes it: register it with EPOLLIN | EPOLLET, so that each
+ * write is an event for every epoll set that holds it; it is never read
+ * (its count would take centuries to fill). Closed by bpi_waitq_destroy.
+ */
+int bpi_waitq_fd(struct bpi_waitq *q);
+void bpi_waitq_destroy(struct bpi_waitq *q);
+
+/*
+ * As prepare and cancel, for a sleeper on the descriptor: announce, arm,
+ * re-check the condition (and do not sleep if it holds), sleep in epoll,
+ * cancel. The eventfd must exist (bpi_waitq_fd) before the first one.
+ */
+void bpi_waitq_prepare_fd(struct bpi_waitq *q);
+void bpi_waitq_cancel_fd(struct bpi_waitq *q);
 
 /*
  * Make wakers of q pay for the ordering (a full fence per wake check)

@@ -370,6 +370,49 @@ static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 	return room;
 }
 
+int bp_worker_intake_fd(struct bp_worker *w)
+{
+	if (!w)
+		return -EINVAL;
+	return bpi_waitq_fd(bpi_ring_not_empty(w->p->ingress));
+}
+
+/*
+ * The stage's sleep as a sleeper on ingress (src/waitq.c's descriptor
+ * sleepers): announce and arm, then look at ingress, as every sleeper
+ * does, so that a publication either sees the arm or is seen here.
+ */
+int bp_worker_intake_arm(struct bp_worker *w)
+{
+	struct bpi_waitq *q;
+
+	if (!w)
+		return -EINVAL;
+	if (w->intake_armed || take_room(w, 1) == 0)
+		return 0; /* armed already, or could take nothing */
+	q = bpi_ring_not_empty(w->p->ingress);
+	if (bpi_waitq_fd(q) < 0)
+		return 0; /* no descriptor: the stage sleeps as before */
+	bpi_waitq_prepare_fd(q);
+	if (bpi_ring_ready(w->p->ingress)) {
+		bpi_waitq_cancel_fd(q);
+		return 1;
+	}
+	w->intake_armed = true;
+	return 0;
+}
+
+void bp_worker_intake_disarm(struct bp_worker *w)
+{
+	if (!w || !w->intake_armed)
+		return;
+	w->intake_armed = false;
+	bpi_waitq_cancel_fd(bpi_ring_not_empty(w->p->ingress));
+	/* a wake-one queue may have woken this worker alone: pass it on at
+	 * the next take, as after an idle wait */
+	w->pass_on = true;
+}
+
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
 static int take_batch(struct bp_worker *w)
 {

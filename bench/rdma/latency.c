@@ -25,7 +25,7 @@ static int rb_cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void rb_lat_stats(int64_t *s, unsigned n, struct rb_lat *l)
+void rb_lat_percentiles(int64_t *s, unsigned n, struct rb_lat *l)
 {
 	double sum = 0;
 
@@ -39,6 +39,7 @@ static void rb_lat_stats(int64_t *s, unsigned n, struct rb_lat *l)
 	l->p90 = (double)s[(size_t)(0.90 * (n - 1))] / 1e3;
 	l->p99 = (double)s[(size_t)(0.99 * (n - 1))] / 1e3;
 	l->p999 = (double)s[(size_t)(0.999 * (n - 1))] / 1e3;
+	l->max = (double)s[n - 1] / 1e3;
 }
 
 static void rb_lat_cfg(const struct rb_opts *o, struct rb_pipe_cfg *c)
@@ -132,7 +133,7 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 		rb_pipe_check_stats(&pp, &s0, ops, "pipeline latency");
 		rb_pipe_verify(t, &pp, 1, &ops, 1, "pipeline latency");
 		if (pass) {
-			rb_lat_stats(samples, pp.nsamples, out);
+			rb_lat_percentiles(samples, pp.nsamples, out);
 			out->ops_s = (double)ops / (double)(w1 - w0) * 1e9;
 			out->client_cpu =
 				100.0 * (double)(c1 - c0) / (double)(w1 - w0);
@@ -203,7 +204,7 @@ static void rb_lat_raw(const struct rb_opts *o, struct rb_target *t, bool event,
 			double wall = (double)(rw.lanes[0].t_end -
 					       rw.lanes[0].t_start);
 
-			rb_lat_stats(samples, lt.n, out);
+			rb_lat_percentiles(samples, lt.n, out);
 			out->ops_s = (double)lt.ops / wall * 1e9;
 			out->client_cpu =
 				100.0 * (double)rw.lanes[0].cpu_ns / wall;

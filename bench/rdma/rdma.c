@@ -420,6 +420,15 @@ static int rb_set_latency(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int rb_set_intake(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->intake_only = 1;
+	return 0;
+}
+
+RB_UINT_OPT(rb_set_intake_samples, o->intake_samples, 1, 100000, )
+
 static int rb_set_no_latency(struct bench_args *a, const char *arg)
 {
 	(void)arg;
@@ -485,6 +494,13 @@ static const struct bench_opt rb_options[] = {
 	{"latency", NULL, rb_set_latency,
 	 "only the latency table (4 KiB, depth 1, per completion\n"
 	 "wait) and the idle CPU"},
+	{"intake", NULL, rb_set_intake,
+	 "only the intake table: a 64 B write submitted while a\n"
+	 "16 MiB write is in flight, submit -> post per completion\n"
+	 "wait (table only: no --csv)"},
+	{"intake-samples", "N", rb_set_intake_samples,
+	 "intake samples per completion wait (default 200;\n"
+	 "--quick 50)"},
 	{"no-latency", NULL, rb_set_no_latency,
 	 "skip them (default and --quick run them after the points)"},
 	{"lat-ms", "N", rb_set_lat_ms,
@@ -542,6 +558,12 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 		return rc;
 	if (o->latency_only && o->no_latency)
 		return bench_usage_error(&o->a, "--latency and --no-latency");
+	if (o->intake_only && (o->latency_only || o->a.csv || o->a.out))
+		return bench_usage_error(&o->a, "--intake prints its table "
+						"alone: not with --latency, "
+						"--csv or --out");
+	if (!o->intake_samples)
+		o->intake_samples = o->a.quick ? 50 : 200;
 	o->nprov = bench_parse_names(o->prov_buf, o->prov, RB_MAX_PROV);
 	if (o->nprov < 0)
 		return bench_usage_error(&o->a, "bad --providers");
@@ -563,6 +585,7 @@ int bench_rdma_main(int argc, char **argv)
 	struct rb_opts o;
 	struct rb_results *r;
 	struct rb_prov_lat *pl;
+	struct rb_prov_intake *pi;
 	const char *tdesc[RB_MAX_PROV];
 	static char tdesc_buf[RB_MAX_PROV][64];
 	struct rb_report rep;
@@ -579,8 +602,9 @@ int bench_rdma_main(int argc, char **argv)
 	r->pt = bench_zalloc(sizeof(*r->pt) * RB_MAX_POINTS);
 	r->runs = (int)o.a.runs;
 	pl = bench_zalloc(sizeof(*pl) * RB_MAX_PROV);
-	if (!o.latency_only)
+	if (!o.latency_only && !o.intake_only)
 		rb_build_points(&o, r);
+	pi = bench_zalloc(sizeof(*pi) * RB_MAX_PROV);
 
 	for (int pv = 0; pv < o.nprov; pv++) {
 		struct rb_target t;
@@ -632,7 +656,9 @@ int bench_rdma_main(int argc, char **argv)
 		for (int i = 0; i < r->npoints; i++)
 			if (r->pt[i].prov == pv)
 				rb_measure_point(&o, &t, &r->pt[i], r->runs);
-		if (!o.no_latency)
+		if (o.intake_only)
+			rb_intake(&o, &t, &pi[pv]);
+		else if (!o.no_latency)
 			rb_latency(&o, &t, &pl[pv]);
 		rb_target_close(&t);
 	}
@@ -649,12 +675,18 @@ int bench_rdma_main(int argc, char **argv)
 			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
 			o.nprov - nskipped, o.nprov, rb_words_checked);
 	rep = (struct rb_report){&o, r, pl, tdesc};
-	status = bench_emit(&o.a, rb_csv, rb_table, NULL, &rep);
+	if (o.intake_only) {
+		rb_intake_table(stdout, &o, pi);
+		status = 0;
+	} else {
+		status = bench_emit(&o.a, rb_csv, rb_table, NULL, &rep);
+	}
 	/* a run that measured nothing is not a success */
 	if (nskipped == o.nprov && status == 0)
 		status = 1;
 	free(r->pt);
 	free(r);
 	free(pl);
+	free(pi);
 	return status;
 }

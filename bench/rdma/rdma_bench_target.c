@@ -147,8 +147,7 @@ int64_t rb_target_cpu_ns(const struct rb_target *t)
 			 : rt_tids_cpu_ns(t->tids, t->ntids);
 }
 
-/* The digest of the 8 bytes at off in the target region. */
-static int rb_target_fp(struct rb_target *t, uint64_t off, uint64_t *fp)
+int rb_target_fp(struct rb_target *t, uint64_t off, uint64_t *fp)
 {
 	struct bp_rdma_target_query q;
 	int rc;

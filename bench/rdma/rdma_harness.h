@@ -67,6 +67,8 @@ struct rb_opts {
 	unsigned producers, region_mib, lat_ms, idle_ms, max_slots;
 	const char *node;
 	int latency_only, no_latency;
+	int intake_only;	 /* --intake */
+	unsigned intake_samples; /* per completion wait */
 	int lat_set, idle_set; /* given: --quick leaves them */
 	int target_mode;       /* 0 auto, 1 daemon, 2 in-process */
 };
@@ -188,7 +190,7 @@ enum { RB_L_PBUSY, RB_L_PSPIN, RB_L_PEVENT, RB_L_RBUSY, RB_L_REVENT };
 struct rb_lat {
 	bool na; /* the provider has no wait fd */
 	char note[300];
-	double avg, p50, p90, p99, p999; /* us */
+	double avg, p50, p90, p99, p999, max; /* us */
 	double ops_s, client_cpu, target_cpu;
 };
 
@@ -199,6 +201,18 @@ struct rb_idle {
 	double idle_cpu, paced_cpu; /* % of one core */
 };
 
+/* --intake: per completion wait (rdma/intake.c) */
+struct rb_intake {
+	bool na;
+	char note[300];
+	unsigned samples;  /* with the first write in flight */
+	unsigned not_held; /* samples without: left out */
+	struct rb_lat lat; /* submit -> post */
+};
+struct rb_prov_intake {
+	bool done;
+	struct rb_intake w[RB_NIDLE];
+};
 struct rb_prov_lat {
 	bool done;
 	struct rb_lat lat[RB_NLAT];
@@ -225,6 +239,8 @@ int64_t rb_target_cpu_ns(const struct rb_target *t);
 void rb_target_desc(const struct rb_target *t, unsigned rails,
 		    struct bp_rdma_peer_desc *d);
 extern uint64_t rb_words_checked;
+/* The digest of the 8 bytes at off in the target region. */
+int rb_target_fp(struct rb_target *t, uint64_t off, uint64_t *fp);
 void rb_verify_target(struct rb_target *t, const struct rb_check *c,
 		      const char *what);
 unsigned rb_next_run(void);
@@ -265,6 +281,12 @@ extern const char *const rb_lat_name[RB_NLAT];
 extern const char *const rb_lat_csv[RB_NLAT];
 extern const char *const rb_lat_wait[RB_NLAT];
 extern const char *const rb_wait_name[RB_NIDLE];
+/* Sort s[0..n) (ns) and fill l's percentiles (us). */
+void rb_lat_percentiles(int64_t *s, unsigned n, struct rb_lat *l);
+void rb_intake(const struct rb_opts *o, struct rb_target *t,
+	       struct rb_prov_intake *pi);
+void rb_intake_table(FILE *f, const struct rb_opts *o,
+		     const struct rb_prov_intake *pi);
 void rb_latency(const struct rb_opts *o, struct rb_target *t,
 		struct rb_prov_lat *pl);
 void rb_csv(FILE *f, const void *ctx);

@@ -128,6 +128,33 @@ void *bp_worker_stage_ctx(const struct bp_worker *w);
  */
 unsigned bp_worker_inflight(const struct bp_worker *w);
 
+/*
+ * For a stage whose poll sleeps while its jobs are in flight (on its
+ * completion queues' descriptors, or for a back-off): a way to wake up for
+ * new jobs as well, so that intake never waits on a completion wait.
+ *
+ * bp_worker_intake_fd: an eventfd of the pipeline's, the same for every
+ * worker, made on the first call; -errno if it cannot be. Add it to the
+ * stage's epoll set with EPOLLIN | EPOLLET and never read it: each job
+ * publication that finds an armed worker writes it once, an event in every
+ * set that holds it. Owned by the pipeline (closed by bp_pipeline_destroy;
+ * take it out of a longer-lived set in fini).
+ *
+ * Around each sleep: bp_worker_intake_arm, then, if it returned 0, the
+ * sleep (epoll_wait with the fd in the set), then bp_worker_intake_disarm,
+ * always. arm returns 1 without arming when jobs this worker may take are
+ * waiting already (do not sleep), 0 otherwise (armed, or not armed because
+ * the worker holds max_inflight jobs and could take none). Cost: the arm is
+ * a fence and a look at ingress; a producer that finds a worker armed pays
+ * one write(2) more on its wake-up path.
+ *
+ * Only from the worker's own thread, inside poll; -EINVAL for a NULL w
+ * (arm), no-op (disarm).
+ */
+int bp_worker_intake_fd(struct bp_worker *w);
+int bp_worker_intake_arm(struct bp_worker *w);
+void bp_worker_intake_disarm(struct bp_worker *w);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

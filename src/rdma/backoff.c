@@ -18,22 +18,32 @@ void bpi_backoff_reset(struct bpi_backoff *b)
 	b->sleep_ns = SLEEP_START_NS;
 }
 
-void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
-		      uint64_t sleep_max_ns)
+uint64_t bpi_backoff_next(struct bpi_backoff *b, uint64_t spin_ns,
+			  uint64_t sleep_max_ns)
 {
 	int64_t t = bpi_now_ns();
-	struct timespec ts = {0};
+	uint64_t ns;
 
 	if (!b->idle_since) {
 		b->idle_since = t;
-		return;
+		return 0;
 	}
 	if ((uint64_t)(t - b->idle_since) < spin_ns)
-		return;
-	ts.tv_nsec =
-		(long)(b->sleep_ns < sleep_max_ns ? b->sleep_ns : sleep_max_ns);
-	nanosleep(&ts, NULL);
+		return 0;
+	ns = b->sleep_ns < sleep_max_ns ? b->sleep_ns : sleep_max_ns;
 	b->sleep_ns *= 2;
 	if (b->sleep_ns > sleep_max_ns)
 		b->sleep_ns = sleep_max_ns;
+	return ns;
+}
+
+void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
+		      uint64_t sleep_max_ns)
+{
+	uint64_t ns = bpi_backoff_next(b, spin_ns, sleep_max_ns);
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
+			      .tv_nsec = (long)(ns % 1000000000)};
+
+	if (ns)
+		nanosleep(&ts, NULL);
 }

@@ -86,6 +86,7 @@ static int open_worker(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	ws->r = r;
 	ws->id = id;
 	ws->epfd = -1;
+	ws->intake_fd = -1;
 	bpi_backoff_reset(&ws->backoff);
 	ws->done = calloc(BPI_RDMA_DONE_CAP, sizeof(*ws->done));
 	ws->batch = calloc(c->post_batch, sizeof(*ws->batch));
@@ -93,7 +94,7 @@ static int open_worker(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	ws->bdesc = calloc(c->post_batch, sizeof(*ws->bdesc));
 	if (!ws->done || !ws->batch || !ws->baddr || !ws->bdesc)
 		return -ENOMEM;
-	if (event) {
+	if (event || c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP) {
 		ws->epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (ws->epfd < 0)
 			return -errno;

@@ -141,6 +141,10 @@ struct bpi_backoff {
 };
 
 void bpi_backoff_reset(struct bpi_backoff *b);
+/* After each empty poll: 0 while spinning, else how long to sleep now
+ * (the caller sleeps; the next sleep doubles, up to sleep_max_ns). */
+uint64_t bpi_backoff_next(struct bpi_backoff *b, uint64_t spin_ns,
+			  uint64_t sleep_max_ns);
 /* Called after each empty poll: returns at once while spinning, else
  * sleeps (sleep_max_ns < 1 s). */
 void bpi_backoff_wait(struct bpi_backoff *b, uint64_t spin_ns,
@@ -225,7 +229,10 @@ struct bpi_rdma_worker {
 	unsigned id;
 	unsigned next_rail;	    /* striping */
 	unsigned gone_seen;	    /* bp_rdma.gone_epoch at the last look */
-	int epfd;		    /* EVENT: every rail's CQ fd */
+	/* EVENT: every rail's CQ fd; EVENT and SPIN_SLEEP: the pipeline's
+	 * intake fd (bp_worker_intake_fd), intake_fd, -1 if not added */
+	int epfd;
+	int intake_fd;
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	/* when the pipeline's abort reached this worker (rdma_cancel), 0
 	 * before: from then on, a rail whose operations complete nothing for

@@ -875,10 +875,15 @@ static unsigned reap(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	return got;
 }
 
-/* EVENT: sleep on the CQs' wait fds, if every busy rail agrees to. */
-static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws)
+/*
+ * EVENT: sleep on the CQs' wait fds, if every busy rail agrees to, and on
+ * the pipeline's intake fd: a job submitted meanwhile wakes the worker to
+ * post it, instead of waiting for a completion or event_timeout_ns.
+ */
+static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+		       struct bp_worker *w)
 {
-	struct epoll_event ev[BP_RDMA_MAX_RAILS];
+	struct epoll_event ev[BP_RDMA_MAX_RAILS + 1];
 	uint64_t ns = r->cfg.event_timeout_ns;
 	struct timespec ts;
 
@@ -887,7 +892,8 @@ static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws)
 		ns = BPI_RDMA_ABORT_QUIET_NS / 4;
 	ts.tv_sec = (time_t)(ns / 1000000000);
 	ts.tv_nsec = (long)(ns % 1000000000);
-
+	if (ws->intake_fd >= 0 && bp_worker_intake_arm(w))
+		return; /* jobs to take: no sleep */
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
 		struct fid *fid = &rl->fab.cq->fid;
@@ -900,13 +906,67 @@ static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws)
 		out_leave(ws);
 		/* not FI_SUCCESS: completions are there, or the provider must
 		 * make progress first: poll again instead of sleeping */
-		if (rc != FI_SUCCESS)
+		if (rc != FI_SUCCESS) {
+			bp_worker_intake_disarm(w);
 			return;
+		}
 	}
-	epoll_pwait2(ws->epfd, ev, BP_RDMA_MAX_RAILS, &ts, NULL);
+	epoll_pwait2(ws->epfd, ev, BP_RDMA_MAX_RAILS + 1, &ts, NULL);
+	bp_worker_intake_disarm(w);
+}
+
+/*
+ * SPIN_SLEEP, past the spin: one sleep of the back-off, cut short by a job
+ * submitted meanwhile (the intake fd, alone in epfd here).
+ */
+static void wait_backoff(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			 struct bp_worker *w)
+{
+	uint64_t ns = bpi_backoff_next(&ws->backoff, r->cfg.spin_ns,
+				       r->cfg.sleep_max_ns);
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
+			      .tv_nsec = (long)(ns % 1000000000)};
+	struct epoll_event ev;
+
+	if (!ns)
+		return;
+	if (ws->intake_fd < 0) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (bp_worker_intake_arm(w))
+		return; /* jobs to take: no sleep */
+	epoll_pwait2(ws->epfd, &ev, 1, &ts, NULL);
+	bp_worker_intake_disarm(w);
 }
 
 /* ------------------------------------------------------ stage callbacks */
+
+/*
+ * The pipeline's intake fd into the worker's epoll set (SPIN_SLEEP and
+ * EVENT), so that its sleeps end for new jobs too. Without it (no fd,
+ * logged) the worker sleeps as before: intake then waits for the sleep.
+ */
+static void intake_add(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+		       struct bp_worker *w)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+	int fd;
+
+	ws->intake_fd = -1;
+	if (ws->epfd < 0)
+		return;
+	fd = bp_worker_intake_fd(w);
+	ev.data.fd = fd;
+	if (fd < 0 || epoll_ctl(ws->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		bpi_log(&r->log, BP_LOG_WARN,
+			"worker %u: no intake fd (%s): new jobs wait for the "
+			"end of each completion wait",
+			ws->id, bp_strerror(fd < 0 ? fd : -errno));
+		return;
+	}
+	ws->intake_fd = fd;
+}
 
 static int rdma_init(struct bp_worker *w, void **state)
 {
@@ -930,6 +990,7 @@ static int rdma_init(struct bp_worker *w, void **state)
 				   &r->log);
 	/* a pipeline before this one aborted: its endpoints closed */
 	r->workers[id].cancel_ns = 0;
+	intake_add(r, &r->workers[id], w);
 	for (unsigned k = 0; k < r->cfg.rails; k++)
 		if (r->workers[id].rails[k].closed &&
 		    bpi_rdma_rail_reopen(r, &r->workers[id], k))
@@ -946,6 +1007,10 @@ static void rdma_fini(void *state, struct bp_worker *w)
 {
 	struct bpi_rdma_worker *ws = state;
 
+	/* the fd is the pipeline's, the set outlives it */
+	if (ws->intake_fd >= 0)
+		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, ws->intake_fd, NULL);
+	ws->intake_fd = -1;
 	/* release: this worker is done with its domains; pairs with
 	 * bp_rdma_register's acquire */
 	atomic_fetch_sub_explicit(&ws->r->started, 1, memory_order_release);
@@ -1011,10 +1076,9 @@ static void rdma_poll(void *state, struct bp_worker *w)
 		return;
 	}
 	if (r->cfg.cq_wait == BP_RDMA_CQ_SPIN_SLEEP)
-		bpi_backoff_wait(&ws->backoff, r->cfg.spin_ns,
-				 r->cfg.sleep_max_ns);
+		wait_backoff(r, ws, w);
 	else if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
-		wait_event(r, ws);
+		wait_event(r, ws, w);
 }
 
 static void rdma_cancel(void *state, struct bp_worker *w)
