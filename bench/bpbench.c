@@ -34,6 +34,8 @@ static const struct bench_subcommand bench_subcommands[] = {
 	 "RDMA stage against raw libfabric: throughput, CPU/op, latency"},
 	{"rdma-fill", bench_rdma_fill_main,
 	 "the random fill: bp-target RDMA-writes pages, every byte verified"},
+	{"rdma-target", bench_rdma_target_main,
+	 "raw writes into bp-target against a plain busy-polling target"},
 #endif
 };
 
@@ -46,7 +48,7 @@ static void bench_usage(FILE *f)
 		   "       bpbench --version\n"
 		   "subcommands:\n");
 	for (size_t i = 0; i < BENCH_NSUB; i++)
-		fprintf(f, "  %-10s %s\n", bench_subcommands[i].name,
+		fprintf(f, "  %-11s %s\n", bench_subcommands[i].name,
 			bench_subcommands[i].summary);
 }
 

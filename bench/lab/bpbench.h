@@ -49,5 +49,6 @@ int bench_app_main(int argc, char **argv);
 /* Built only with the RDMA stage (BP_HAVE_RDMA in bp_config.h). */
 int bench_rdma_main(int argc, char **argv);
 int bench_rdma_fill_main(int argc, char **argv);
+int bench_rdma_target_main(int argc, char **argv);
 
 #endif /* BPBENCH_H */

@@ -274,26 +274,37 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 	rb_pipe_close(&pp);
 }
 
+int rb_copy_providers(char *buf, size_t len, const char *arg)
+{
+	if (strlen(arg) >= len)
+		return -1;
+	strcpy(buf, arg);
+	return 0;
+}
+
+int rb_parse_sizes(const char *arg, unsigned *sizes, int max)
+{
+	int n = bench_parse_sizes(arg, sizes, max, 16, 64u << 20);
+
+	for (int i = 0; i < n; i++)
+		if (sizes[i] % 8) /* the checks read whole words */
+			return -1;
+	return n;
+}
+
 static int rb_set_providers(struct bench_args *a, const char *arg)
 {
 	struct rb_opts *o = a->ctx;
 
-	if (strlen(arg) >= sizeof(o->prov_buf))
-		return -1;
-	strcpy(o->prov_buf, arg);
-	return 0;
+	return rb_copy_providers(o->prov_buf, sizeof(o->prov_buf), arg);
 }
 
 static int rb_set_sizes(struct bench_args *a, const char *arg)
 {
 	struct rb_opts *o = a->ctx;
 
-	o->nsizes =
-		bench_parse_sizes(arg, o->sizes, RB_MAX_LIST, 16, 64u << 20);
+	o->nsizes = rb_parse_sizes(arg, o->sizes, RB_MAX_LIST);
 	o->grid = 1;
-	for (int i = 0; i < o->nsizes; i++)
-		if (o->sizes[i] % 8) /* the checks read whole words */
-			return -1;
 	return o->nsizes < 0 ? -1 : 0;
 }
 
@@ -373,20 +384,11 @@ static int rb_set_waits(struct bench_args *a, const char *arg)
 static int rb_set_target_wait(struct bench_args *a, const char *arg)
 {
 	(void)a;
-	if (!strcmp(arg, "spin-sleep"))
-		rb_target_wait = BP_RDMA_CQ_SPIN_SLEEP;
-	else if (!strcmp(arg, "busy"))
-		rb_target_wait = BP_RDMA_CQ_BUSY;
-	else if (!strcmp(arg, "event"))
-		rb_target_wait = BP_RDMA_CQ_EVENT;
-	else if (!strcmp(arg, "auto"))
-		rb_target_wait = BP_RDMA_CQ_AUTO;
-	else
-		return -1;
-	return 0;
+	rb_target_wait = rb_cq_wait_parse(arg);
+	return rb_target_wait < 0 ? -1 : 0;
 }
 
-static int rb_set_verbose(struct bench_args *a, const char *arg)
+int rb_opt_verbose(struct bench_args *a, const char *arg)
 {
 	(void)a, (void)arg;
 	rb_verbose = 1;
@@ -402,14 +404,14 @@ static int rb_set_node(struct bench_args *a, const char *arg)
 static int rb_set_target_process(struct bench_args *a, const char *arg)
 {
 	(void)arg;
-	((struct rb_opts *)a->ctx)->target_mode = 1;
+	((struct rb_opts *)a->ctx)->target_mode = RB_TARGET_DAEMON;
 	return 0;
 }
 
 static int rb_set_in_process(struct bench_args *a, const char *arg)
 {
 	(void)arg;
-	((struct rb_opts *)a->ctx)->target_mode = 2;
+	((struct rb_opts *)a->ctx)->target_mode = RB_TARGET_NODE;
 	return 0;
 }
 
@@ -481,7 +483,7 @@ static const struct bench_opt rb_options[] = {
 	 "the target's progress wait (in-process node, or\n"
 	 "bp-target --progress-wait): busy, spin-sleep, event,\n"
 	 "auto (default: the library's, auto)"},
-	{"verbose", NULL, rb_set_verbose,
+	{"verbose", NULL, rb_opt_verbose,
 	 "per run, the pipeline's CPU per op by thread (stderr)"},
 	{"node", "ADDR", rb_set_node,
 	 "address to bind for non-shm providers (127.0.0.1)"},
@@ -580,6 +582,22 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 	return BENCH_OPTS_RUN;
 }
 
+void rb_print_done(int64_t t0, int measured, int nprov)
+{
+	if (!measured)
+		fprintf(stderr,
+			"%s: done in %.1f s: NOTHING MEASURED, no provider "
+			"of --providers opens here\n",
+			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9);
+	else
+		fprintf(stderr,
+			"%s: done in %.1f s, %d of %d providers measured, "
+			"every run verified (%" PRIu64
+			" target words checked)\n",
+			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
+			measured, nprov, rb_words_checked);
+}
+
 int bench_rdma_main(int argc, char **argv)
 {
 	struct rb_opts o;
@@ -662,18 +680,7 @@ int bench_rdma_main(int argc, char **argv)
 			rb_latency(&o, &t, &pl[pv]);
 		rb_target_close(&t);
 	}
-	if (nskipped == o.nprov)
-		fprintf(stderr,
-			"%s: done in %.1f s: NOTHING MEASURED, no provider "
-			"of --providers opens here\n",
-			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9);
-	else
-		fprintf(stderr,
-			"%s: done in %.1f s, %d of %d providers measured, "
-			"every run verified (%" PRIu64
-			" target words checked)\n",
-			BENCH_CMD, (double)(bench_now_ns() - t0) / 1e9,
-			o.nprov - nskipped, o.nprov, rb_words_checked);
+	rb_print_done(t0, o.nprov - nskipped, o.nprov);
 	rep = (struct rb_report){&o, r, pl, tdesc};
 	if (o.intake_only) {
 		rb_intake_table(stdout, &o, pi);

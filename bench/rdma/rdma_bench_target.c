@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma_bench_target.c - the target of a `bpbench rdma` run (bp-target, or an
- * in-process bp_rdma_node) and the check of what landed in it after every
- * measured run.
+ * in-process bp_rdma_node; `bpbench rdma-target` adds bp-plain-target) and
+ * the check of what landed in it after every measured run.
  */
 #include "rdma/rdma_harness.h"
+
+const char *rb_cmd_name = "bpbench rdma";
 
 void rb_log(void *ctx, enum bp_log_level level, const char *msg)
 {
@@ -19,17 +21,25 @@ int rb_target_wait = -1; /* --target-wait, -1: the default */
  * per credit (0) */
 int rb_raw_same_src = 1;
 
+const char *const rb_cq_wait_word[RB_NCQ_WAIT] = {
+	[BP_RDMA_CQ_BUSY] = "busy",
+	[BP_RDMA_CQ_SPIN_SLEEP] = "spin-sleep",
+	[BP_RDMA_CQ_EVENT] = "event",
+	[BP_RDMA_CQ_AUTO] = "auto",
+};
+
+int rb_cq_wait_parse(const char *word)
+{
+	for (int w = 0; w < RB_NCQ_WAIT; w++)
+		if (!strcmp(word, rb_cq_wait_word[w]))
+			return w;
+	return -1;
+}
+
 /* The same for bp-target: its --progress-wait word, or NULL. */
 static const char *rb_target_wait_name(void)
 {
-	static const char *const names[] = {
-		[BP_RDMA_CQ_BUSY] = "busy",
-		[BP_RDMA_CQ_SPIN_SLEEP] = "spin-sleep",
-		[BP_RDMA_CQ_EVENT] = "event",
-		[BP_RDMA_CQ_AUTO] = "auto",
-	};
-
-	return rb_target_wait >= 0 ? names[rb_target_wait] : NULL;
+	return rb_target_wait >= 0 ? rb_cq_wait_word[rb_target_wait] : NULL;
 }
 
 static int rb_target_open_node(struct rb_target *t)
@@ -89,46 +99,82 @@ static int rb_target_open_daemon(struct rb_target *t, char *why, size_t len)
 	return 0;
 }
 
+static int rb_target_open_plain(struct rb_target *t, char *why, size_t len)
+{
+	int rc = rt_plain_start(t->provider, t->node, t->len, &t->pl, why, len);
+
+	if (rc)
+		return rc;
+	t->desc = t->pl.desc;
+	t->plain = true;
+	return 0;
+}
+
 void rb_target_close(struct rb_target *t)
 {
 	if (t->conn)
 		bp_rdma_conn_close(t->conn);
 	rt_daemon_stop(&t->d);
+	if (t->plain)
+		rt_plain_stop(&t->pl);
 	bp_rdma_region_close(t->reg);
 	bp_rdma_node_destroy(t->n);
 	free(t->mem);
 	memset(t, 0, sizeof(*t));
 }
 
-/* mode: 0 auto (the daemon where it starts), 1 daemon only, 2 node only */
-int rb_target_open(struct rb_target *t, const char *provider, const char *node,
-		   unsigned rails, uint64_t len, int mode)
+int rb_target_start(struct rb_target *t, const char *provider, const char *node,
+		    unsigned rails, uint64_t len, int kind, char *why,
+		    size_t whylen)
 {
-	char why[512] = "";
-	int rc;
-
 	memset(t, 0, sizeof(*t));
 	snprintf(t->provider, sizeof(t->provider), "%s", provider);
 	t->node = node;
 	t->rails = rails;
 	t->len = len;
-	if (mode != 2) {
-		rc = rb_target_open_daemon(t, why, sizeof(why));
+	if (kind == RB_TARGET_PLAIN)
+		return rails == 1 ? rb_target_open_plain(t, why, whylen)
+				  : -EINVAL;
+	return rb_target_open_daemon(t, why, whylen);
+}
+
+int rb_target_open(struct rb_target *t, const char *provider, const char *node,
+		   unsigned rails, uint64_t len, int kind)
+{
+	char why[512] = "";
+	int rc;
+
+	if (kind != RB_TARGET_NODE) {
+		rc = rb_target_start(t, provider, node, rails, len,
+				     kind == RB_TARGET_PLAIN ? kind
+							     : RB_TARGET_DAEMON,
+				     why, sizeof(why));
 		if (!rc) {
-			fprintf(stderr,
-				"%s: %s: target = bp-target pid %d (%s:%u, "
-				"rails %u)\n",
-				BENCH_CMD, provider, (int)t->d.pid, t->d.host,
-				t->d.port, t->d.rails);
+			fprintf(stderr, "%s: %s: target = %s pid %d", BENCH_CMD,
+				provider,
+				t->plain ? "bp-plain-target" : "bp-target",
+				(int)rb_target_pid(t));
+			if (t->daemon)
+				fprintf(stderr, " (%s:%u, rails %u)", t->d.host,
+					t->d.port, t->d.rails);
+			fprintf(stderr, "\n");
 			return 0;
 		}
-		if (mode == 1)
-			bench_die("%s: %s: --target-process: %s\n", BENCH_CMD,
-				  provider, why);
+		if (kind != RB_TARGET_AUTO)
+			bench_die("%s: %s: %s%s\n", BENCH_CMD, provider,
+				  kind == RB_TARGET_DAEMON
+					  ? "--target-process: "
+					  : "",
+				  why);
 		fprintf(stderr,
 			"%s: %s: bp-target not used (%s): in-process node\n",
 			BENCH_CMD, provider, why);
 	}
+	memset(t, 0, sizeof(*t));
+	snprintf(t->provider, sizeof(t->provider), "%s", provider);
+	t->node = node;
+	t->rails = rails;
+	t->len = len;
 	rc = rb_target_open_node(t);
 	if (rc) {
 		rb_target_close(t);
@@ -141,10 +187,15 @@ int rb_target_open(struct rb_target *t, const char *provider, const char *node,
 	return 0;
 }
 
+pid_t rb_target_pid(const struct rb_target *t)
+{
+	return t->daemon ? t->d.pid : t->plain ? t->pl.pid : 0;
+}
+
 int64_t rb_target_cpu_ns(const struct rb_target *t)
 {
-	return t->daemon ? rt_proc_cpu_ns(t->d.pid)
-			 : rt_tids_cpu_ns(t->tids, t->ntids);
+	return rb_target_pid(t) ? rt_proc_cpu_ns(rb_target_pid(t))
+				: rt_tids_cpu_ns(t->tids, t->ntids);
 }
 
 int rb_target_fp(struct rb_target *t, uint64_t off, uint64_t *fp)
@@ -152,6 +203,15 @@ int rb_target_fp(struct rb_target *t, uint64_t off, uint64_t *fp)
 	struct bp_rdma_target_query q;
 	int rc;
 
+	if (t->plain) {
+		uint64_t w;
+
+		rc = rt_plain_peek(&t->pl, off, &w);
+		if (rc)
+			return rc;
+		*fp = bp_rdma_digest(&w, 8);
+		return 0;
+	}
 	if (!t->daemon) {
 		uint64_t w;
 
@@ -182,7 +242,8 @@ void rb_target_desc(const struct rb_target *t, unsigned rails,
 static int rb_check_once(struct rb_target *t, const struct rb_check *c,
 			 char *why, size_t len, uint64_t *words)
 {
-	unsigned spots = t->daemon ? 8 : 32;
+	/* a question to another process per word: fewer */
+	unsigned spots = rb_target_pid(t) ? 8 : 32;
 	/* reordering across rails and workers: only the last few ops of a
 	 * slot can still be in the way */
 	uint64_t K = c->outstanding == UINT64_MAX

@@ -30,7 +30,9 @@
 #include "rdma/rdma_raw.h"
 #include "rdma/rdma_target.h"
 
-#define BENCH_CMD	 "bpbench rdma"
+/* "bpbench rdma", or the subcommand that uses the harness, for messages */
+extern const char *rb_cmd_name;
+#define BENCH_CMD	 rb_cmd_name
 #define RB_MAX_PROV	 4
 #define RB_MAX_LIST	 8
 #define RB_MAX_RUNS	 100
@@ -70,7 +72,15 @@ struct rb_opts {
 	int intake_only;	 /* --intake */
 	unsigned intake_samples; /* per completion wait */
 	int lat_set, idle_set; /* given: --quick leaves them */
-	int target_mode;       /* 0 auto, 1 daemon, 2 in-process */
+	int target_mode;       /* enum rb_target_kind: AUTO, DAEMON, NODE */
+};
+
+/* What a run writes into. */
+enum rb_target_kind {
+	RB_TARGET_AUTO = 0,   /* bp-target where it starts, else NODE */
+	RB_TARGET_DAEMON = 1, /* bp-target, a process */
+	RB_TARGET_NODE = 2,   /* a bp_rdma_node in this process */
+	RB_TARGET_PLAIN = 3,  /* bp-plain-target, a process */
 };
 
 struct rb_target {
@@ -89,6 +99,9 @@ struct rb_target {
 	struct rt_daemon d;
 	struct bp_rdma_conn *conn;
 	struct bp_rdma_peer_desc desc;
+	/* plain */
+	bool plain;
+	struct rt_plain pl;
 };
 
 struct rb_check {
@@ -230,11 +243,27 @@ struct rb_report {
 /* ---- the target and its check (rdma/rdma_bench_target.c) ----------------- */
 
 void rb_log(void *ctx, enum bp_log_level level, const char *msg);
+/* enum bp_rdma_cq_wait's words (bp-target --progress-wait), and back: the
+ * value, or -1 */
+#define RB_NCQ_WAIT (BP_RDMA_CQ_AUTO + 1)
+extern const char *const rb_cq_wait_word[RB_NCQ_WAIT];
+int rb_cq_wait_parse(const char *word);
 extern int rb_target_wait;
 extern int rb_raw_same_src;
 void rb_target_close(struct rb_target *t);
+/* kind: enum rb_target_kind; says on stderr what the target is */
 int rb_target_open(struct rb_target *t, const char *provider, const char *node,
-		   unsigned rails, uint64_t len, int mode);
+		   unsigned rails, uint64_t len, int kind);
+/*
+ * A target process, RB_TARGET_DAEMON (rb_target_wait: its progress wait)
+ * or RB_TARGET_PLAIN (one rail), and nothing else: 0, or a negative errno
+ * with the reason in why.
+ */
+int rb_target_start(struct rb_target *t, const char *provider, const char *node,
+		    unsigned rails, uint64_t len, int kind, char *why,
+		    size_t whylen);
+/* The target's process, or 0 for the in-process node. */
+pid_t rb_target_pid(const struct rb_target *t);
 int64_t rb_target_cpu_ns(const struct rb_target *t);
 void rb_target_desc(const struct rb_target *t, unsigned rails,
 		    struct bp_rdma_peer_desc *d);
@@ -250,6 +279,8 @@ void rb_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 
 extern int rb_thread_wait;
 extern int rb_verbose;
+/* --verbose's handler (rb_verbose = 1) */
+int rb_opt_verbose(struct bench_args *a, const char *arg);
 void rb_pipe_close(struct rb_pipe *pp);
 int rb_pipe_open(struct rb_pipe *pp, struct rb_target *t,
 		 const struct rb_pipe_cfg *c);
@@ -273,9 +304,17 @@ int rb_raw_open(struct rb_raw *rw, struct rb_target *t,
 struct rb_result rb_raw_run(struct rb_raw *rw, struct rb_target *t, unsigned ms,
 			    uint64_t outstanding, const char *what);
 
-/* ---- the points, latency and output (rdma/rdma.c, latency.c, report.c) ------------------------ */
+/* ---- the points, latency and output (rdma.c, latency.c, report.c) ------ */
 
 extern const char *const rb_var_name[RB_NVAR];
+/* --providers: the list into buf, split after parsing; -1 if too long */
+int rb_copy_providers(char *buf, size_t len, const char *arg);
+/* --sizes: up to max sizes of 16 B .. 64 MiB, multiples of 8 (the checks
+ * read whole words); their count, or -1 */
+int rb_parse_sizes(const char *arg, unsigned *sizes, int max);
+/* The last line on stderr: the time since t0, the providers measured (or
+ * NOTHING MEASURED), the target words checked. */
+void rb_print_done(int64_t t0, int measured, int nprov);
 unsigned rb_pool_jobs(const struct rb_point *p, unsigned P);
 extern const char *const rb_lat_name[RB_NLAT];
 extern const char *const rb_lat_csv[RB_NLAT];
@@ -291,5 +330,10 @@ void rb_latency(const struct rb_opts *o, struct rb_target *t,
 		struct rb_prov_lat *pl);
 void rb_csv(FILE *f, const void *ctx);
 void rb_table(FILE *f, const void *ctx);
+/* Over n runs (at most RB_MAX_RUNS), leaving v in run order: the median,
+ * the median of the per-run ratios a / b; a size as "64K", "1M", "64". */
+double rb_med(const double *v, int n);
+double rb_med_ratio(const double *a, const double *b, int n);
+const char *rb_size_str(unsigned size, char *buf, size_t len);
 
 #endif /* BPBENCH_RDMA_HARNESS_H */

@@ -5,7 +5,7 @@
  */
 #include "rdma/rdma_harness.h"
 
-static double rb_med(const double *v, int n)
+double rb_med(const double *v, int n)
 {
 	double tmp[RB_MAX_RUNS];
 
@@ -13,7 +13,7 @@ static double rb_med(const double *v, int n)
 	return bench_median(tmp, n);
 }
 
-static double rb_med_ratio(const double *a, const double *b, int n)
+double rb_med_ratio(const double *a, const double *b, int n)
 {
 	double tmp[RB_MAX_RUNS];
 
@@ -31,7 +31,7 @@ static double rb_med_diff(const double *a, const double *b, int n)
 	return bench_median(tmp, n);
 }
 
-static const char *rb_size_str(unsigned size, char *buf, size_t len)
+const char *rb_size_str(unsigned size, char *buf, size_t len)
 {
 	if (size >= 1048576 && size % 1048576 == 0)
 		snprintf(buf, len, "%uM", size / 1048576);
