@@ -878,9 +878,11 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
             self.para("not run: rdma-latency.csv has no rows", "missing")
             return
         self.para("One 4 KiB RDMA write at a time (depth 1), closed loop, per completion wait: "
-                  "the pipeline (submit -> sink, the sink resubmitting) and a raw libfabric "
-                  "loop (post -> completion reaped). client CPU is the pipeline's workers and "
-                  "sink, or the raw thread, in % of one core. Busy-polling buys latency with a "
+                  "the pipeline (submit -> sink, the sink resubmitting), the same stage run to "
+                  "completion on one thread (direct: bp_rdma_direct_post -> the job back from "
+                  "bp_rdma_direct_poll, no hand-off) and a raw libfabric loop (post -> "
+                  "completion reaped). client CPU is the pipeline's workers and sink, or the "
+                  "one thread, in % of one core. Busy-polling buys latency with a "
                   "core; waiting on an event gives the core back and pays in latency (the "
                   "trade-off of bRPC's polling mode, document 001 of the seeds).")
         self.table(["provider", "variant", "wait", "p50 us", "p99 us", "client CPU %",
@@ -894,7 +896,7 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
         with open(dat, "w", encoding="utf-8") as f:
             idx = 0
             for pi, prov in enumerate(provs):
-                for mode, pt in (("pipeline", 7), ("raw", 5)):
+                for mode, pt in (("pipeline", 7), ("direct", 9), ("raw", 5)):
                     sel = [r for r in rows if r["provider"] == prov and r["mode"] == mode
                            and num(r["p50_us"]) and num(r["client_cpu_pct"]) is not None]
                     if not sel:
@@ -920,8 +922,8 @@ set xlabel 'client CPU, % of one core'
 set ylabel 'latency of one 4 KiB write, us'
 set title 'RDMA: latency against the CPU it costs, per completion wait (filled: p50, open: p99)'""",
                   plots,
-                  "each point one completion wait (named beside it) of the pipeline or the raw "
-                  "loop on one provider: p50 and p99 latency against the client's CPU. Lower "
+                  "each point one completion wait (named beside it) of the pipeline, the "
+                  "run-to-completion stage or the raw loop on one provider: p50 and p99 latency against the client's CPU. Lower "
                   "left is better; a point far to the right burns a core to wait; data in "
                   "rdma-latency.dat, from rdma-latency.csv.")
         self.step_table("rdma-latency")

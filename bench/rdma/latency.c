@@ -8,12 +8,15 @@
 
 const char *const rb_lat_name[RB_NLAT] = {
 	"pipeline busy-poll", "pipeline spin-sleep", "pipeline event-wait",
-	"raw busy-poll", "raw event-wait"};
+	"direct busy-poll",   "direct event-wait",   "raw busy-poll",
+	"raw event-wait"};
 
 const char *const rb_lat_csv[RB_NLAT] = {"pipeline", "pipeline", "pipeline",
-					 "raw", "raw"};
+					 "direct",   "direct",   "raw",
+					 "raw"};
 
-const char *const rb_lat_wait[RB_NLAT] = {"busy", "spin-sleep", "event", "busy",
+const char *const rb_lat_wait[RB_NLAT] = {"busy",  "spin-sleep", "event",
+					  "busy",  "event",	 "busy",
 					  "event"};
 
 const char *const rb_wait_name[RB_NIDLE] = {"busy", "spin-sleep", "event"};
@@ -214,6 +217,172 @@ static void rb_lat_raw(const struct rb_opts *o, struct rb_target *t, bool event,
 	rb_raw_close(&rw);
 }
 
+/* The run-to-completion loop: post, poll until it is back, again. */
+struct rb_direct_lat {
+	struct bp_rdma *r;
+	struct bp_rdma_direct *d;
+	struct bp_rdma_job j;
+	uint8_t *buf;
+	size_t size;
+	unsigned slots, run;
+	int64_t *samples;
+	unsigned max, n;
+	uint64_t ops;
+	int err;
+	int64_t t_start, t_end, cpu_ns;
+	atomic_int *stop;
+};
+
+static void *rb_direct_lane(void *arg)
+{
+	struct rb_direct_lat *x = arg;
+	struct bp_rdma_job *got;
+	int64_t c0 = bench_thread_cpu_ns();
+
+	x->t_start = bench_now_ns();
+	/* relaxed: a flag; the join publishes the rest */
+	while (!atomic_load_explicit(x->stop, memory_order_relaxed)) {
+		struct bp_rdma_job *j = &x->j;
+		int64_t t0;
+		int rc;
+
+		rr_stamp(x->buf, x->size, RR_TAG(x->run, 0, x->ops));
+		j->offset = rr_offset(0, x->ops, x->slots, x->size);
+		t0 = bench_now_ns();
+		rc = bp_rdma_direct_post(x->d, &j, 1);
+		if (rc == 1)
+			rc = bp_rdma_direct_poll(x->d, &got, 1, -1);
+		if (rc != 1 || got != j || j->hdr.status) {
+			x->err = rc < 0 ? rc : j->hdr.status ? j->hdr.status
+							     : -EIO;
+			break;
+		}
+		if (x->n < x->max)
+			x->samples[x->n++] = bench_now_ns() - t0;
+		x->ops++;
+	}
+	x->t_end = bench_now_ns();
+	x->cpu_ns = bench_thread_cpu_ns() - c0;
+	return NULL;
+}
+
+/* Run to completion: one thread posts and reaps, no pipeline. */
+static void rb_lat_direct(const struct rb_opts *o, struct rb_target *t,
+			  enum bp_rdma_cq_wait wait, int64_t *samples,
+			  struct rb_lat *out)
+{
+	struct rb_pipe_cfg c;
+	struct bp_rdma_config rc;
+	struct bp_rdma_peer_desc d;
+	struct rb_direct_lat x;
+	struct rb_check chk;
+	atomic_int stop;
+	pthread_t th;
+	int64_t tc0, tc1;
+	int peer, err;
+
+	rb_lat_cfg(o, &c);
+	memset(&x, 0, sizeof(x));
+	bp_rdma_config_init(&rc);
+	rc.provider = t->provider;
+	rc.node = t->node;
+	rc.workers = rc.rails = rc.credits = 1;
+	rc.post_batch = rc.reap_batch = 1;
+	rc.cq_wait = wait;
+	rc.log = rb_log;
+	x.size = c.size;
+	x.slots = c.slots;
+	x.buf = bench_zalloc(c.size);
+	err = bp_rdma_create(&rc, &x.r);
+	if (!err) {
+		rb_target_desc(t, 1, &d);
+		peer = bp_rdma_peer_add(x.r, &d);
+		err = peer < 0 ? peer
+			       : bp_rdma_register(x.r, x.buf, c.size, NULL);
+	}
+	if (!err)
+		err = bp_rdma_direct_open(x.r, 0, &x.d);
+	if (err) {
+		out->na = true;
+		snprintf(out->note, sizeof(out->note), "%s", bp_strerror(err));
+		bp_rdma_destroy(x.r);
+		free(x.buf);
+		return;
+	}
+	bp_rdma_job_set(&x.j, BP_RDMA_WRITE, (uint32_t)peer, x.buf, c.size, 0);
+	x.samples = samples;
+	x.max = RB_MAX_SAMPLES;
+	x.stop = &stop;
+	for (int pass = 0; pass < 2; pass++) { /* 0: warm-up */
+		unsigned ms = pass ? o->lat_ms : 50;
+
+		x.run = rb_next_run();
+		x.n = 0;
+		x.ops = 0;
+		/* relaxed: the thread starts after this */
+		atomic_store_explicit(&stop, 0, memory_order_relaxed);
+		tc0 = rb_target_cpu_ns(t);
+		rb_spawn(&th, rb_direct_lane, &x);
+		bench_sleep_ns((int64_t)ms * 1000000);
+		atomic_store_explicit(&stop, 1, memory_order_relaxed);
+		pthread_join(th, NULL);
+		tc1 = rb_target_cpu_ns(t);
+		if (x.err)
+			bench_die("%s: VERIFY FAILED: direct latency: %s\n",
+				  BENCH_CMD, bp_strerror(x.err));
+		chk = (struct rb_check){.run = x.run,
+					.nlanes = 1,
+					.slots = c.slots,
+					.ops = &x.ops,
+					.size = c.size,
+					.outstanding = 1};
+		rb_verify_target(t, &chk, "direct latency");
+		if (pass) {
+			double wall = (double)(x.t_end - x.t_start);
+
+			rb_lat_percentiles(samples, x.n, out);
+			out->ops_s = (double)x.ops / wall * 1e9;
+			out->client_cpu = 100.0 * (double)x.cpu_ns / wall;
+			out->target_cpu = 100.0 * (double)(tc1 - tc0) / wall;
+		}
+	}
+	if (bp_rdma_direct_close(x.d))
+		bench_die("%s: direct latency: close\n", BENCH_CMD);
+	bp_rdma_destroy(x.r);
+	free(x.buf);
+}
+
+/*
+ * Run to completion against raw, busy-poll, interleaved: RB_RTC_RUNS pairs
+ * of lat_ms / 4 each (at least 50 ms), the order alternating, so that the
+ * machine's drift (on loopback tcp, p50 moves between two levels over
+ * seconds) falls on both alike.
+ */
+static void rb_lat_rtc(const struct rb_opts *o, struct rb_target *t,
+		       int64_t *samples, struct rb_prov_lat *pl)
+{
+	struct rb_opts q = *o;
+
+	q.lat_ms = o->lat_ms / 4 < 50 ? 50 : o->lat_ms / 4;
+	for (int i = 0; i < RB_RTC_RUNS; i++)
+		for (int k = 0; k < 2; k++) {
+			int v = (i & 1) ? 1 - k : k; /* 0 direct, 1 raw */
+			struct rb_lat l;
+
+			memset(&l, 0, sizeof(l));
+			if (v == 0)
+				rb_lat_direct(&q, t, BP_RDMA_CQ_BUSY, samples,
+					      &l);
+			else
+				rb_lat_raw(&q, t, false, samples, &l);
+			if (l.na)
+				return;
+			pl->rtc_p50[v][i] = l.p50;
+			pl->rtc_p99[v][i] = l.p99;
+		}
+	pl->rtc_n = RB_RTC_RUNS;
+}
+
 /*
  * Idle CPU of a started pipeline with the stage in mode `wait` (waits at
  * their defaults): nothing to do for idle_ms, then one job every 10 ms
@@ -308,6 +477,9 @@ void rb_latency(const struct rb_opts *o, struct rb_target *t,
 	rb_lat_pipe(o, t, BP_RDMA_CQ_SPIN_SLEEP, samples, &pl->lat[RB_L_PSPIN]);
 	rb_lat_pipe(o, t, BP_RDMA_CQ_EVENT, samples, &pl->lat[RB_L_PEVENT]);
 	rb_lat_raw(o, t, true, samples, &pl->lat[RB_L_REVENT]);
+	rb_lat_direct(o, t, BP_RDMA_CQ_BUSY, samples, &pl->lat[RB_L_DBUSY]);
+	rb_lat_direct(o, t, BP_RDMA_CQ_EVENT, samples, &pl->lat[RB_L_DEVENT]);
+	rb_lat_rtc(o, t, samples, pl);
 	fprintf(stderr, "%s: %s: idle CPU\n", BENCH_CMD, t->provider);
 	for (int w = 0; w < RB_NIDLE; w++)
 		rb_idle_pipe(o, t, waits[w], samples, &pl->idle[w]);

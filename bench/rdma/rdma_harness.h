@@ -196,9 +196,17 @@ struct rb_results {
 	int runs;
 };
 
-#define RB_NLAT 5
+#define RB_NLAT 7
 
-enum { RB_L_PBUSY, RB_L_PSPIN, RB_L_PEVENT, RB_L_RBUSY, RB_L_REVENT };
+enum {
+	RB_L_PBUSY,
+	RB_L_PSPIN,
+	RB_L_PEVENT,
+	RB_L_DBUSY, /* run to completion: bp_rdma_direct_* on one thread */
+	RB_L_DEVENT,
+	RB_L_RBUSY,
+	RB_L_REVENT
+};
 
 struct rb_lat {
 	bool na; /* the provider has no wait fd */
@@ -226,10 +234,14 @@ struct rb_prov_intake {
 	bool done;
 	struct rb_intake w[RB_NIDLE];
 };
+#define RB_RTC_RUNS 9 /* run to completion against raw: interleaved pairs */
 struct rb_prov_lat {
 	bool done;
 	struct rb_lat lat[RB_NLAT];
 	struct rb_idle idle[RB_NIDLE];
+	/* busy-poll, direct then raw, RB_RTC_RUNS times: p50 and p99 (us) */
+	int rtc_n;
+	double rtc_p50[2][RB_RTC_RUNS], rtc_p99[2][RB_RTC_RUNS];
 };
 
 /* What the printers get (bench_emit's ctx). */

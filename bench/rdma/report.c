@@ -172,7 +172,9 @@ static void rb_print_latency(FILE *f, const struct rb_opts *o,
 	fprintf(f,
 		"\nlatency: pipeline = clock before bp_pipeline_submit -> sink "
 		"entry, "
-		"the sink resubmitting\n(closed loop); raw = post -> "
+		"the sink resubmitting\n(closed loop); direct = "
+		"bp_rdma_direct_post -> the job back from bp_rdma_direct_poll "
+		"on\nthe same thread (run to completion); raw = post -> "
 		"completion reaped. client%%: CPU of the pipeline's\nworkers "
 		"and sink, or of the raw thread; target%%: the target's "
 		"progress threads\n(or the bp-target process).\n");
@@ -317,6 +319,27 @@ static void rb_print_targets(FILE *f, const struct rb_opts *o,
 					name, pb->p50, rbz->p50,
 					pb->p50 - rbz->p50,
 					rb_verdict(pb->p50 - rbz->p50 <= 2));
+			if (pl[pv].rtc_n) {
+				const double *dp = pl[pv].rtc_p50[0],
+					     *rp = pl[pv].rtc_p50[1];
+				int m = pl[pv].rtc_n;
+				double d50 = rb_med_diff(dp, rp, m);
+				double r99 = rb_med_ratio(pl[pv].rtc_p99[0],
+							  pl[pv].rtc_p99[1], m);
+
+				fprintf(f,
+					"  4. %-12s run to completion "
+					"(bp_rdma_direct) busy-poll, %d "
+					"interleaved runs against raw: p50 "
+					"%.1f vs %.1f us (medians), %+.2f us "
+					"(median of per-run differences; "
+					"<= 1.5 us): %s; p99 / raw p99 %.2f "
+					"(median of per-run ratios; <= 2): "
+					"%s\n",
+					name, m, rb_med(dp, m), rb_med(rp, m),
+					d50, rb_verdict(d50 <= 1.5), r99,
+					rb_verdict(r99 <= 2));
+			}
 			if (ev->na)
 				fprintf(f,
 					"  4. %-12s event-wait idle CPU: n/a "

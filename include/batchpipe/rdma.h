@@ -245,6 +245,46 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out);
 /* The stage table: the pipeline config's stage, with stage_ctx = r. */
 const struct bp_stage *bp_rdma_stage(const struct bp_rdma *r);
 
+/*
+ * Run to completion (docs/api/rdma.md, "Threaded or run to completion"):
+ * the calling thread drives worker slot `slot` (0 .. workers-1) of r
+ * itself, without a pipeline: it posts, reaps and gets its jobs back, with
+ * no hand-off to another thread. The same checks, queues, credits, batches
+ * and statuses as the stage's. The slot is the handle's until close: a
+ * pipeline worker of that index fails to start meanwhile (-EBUSY), and the
+ * other way round. One thread at a time per handle.
+ *
+ * open: 0 and *out, -EINVAL (NULL, slot out of range), -EBUSY (the slot
+ * is in use), -ENOMEM.
+ * post: queue jobs (set as for the stage: bp_rdma_job_set) and post what
+ * the credits allow; returns n. A job refused (a bad field, a peer gone)
+ * comes back from poll with its status, as every job does. -EINVAL (NULL),
+ * -EPIPE after cancel (logged).
+ * poll: one pass of reaping and posting, then up to max finished jobs
+ * into done (each with hdr.status set as in the table above); returns how
+ * many. With none yet it waits as cq_wait says (BUSY polls, SPIN_SLEEP
+ * backs off, EVENT blocks on the CQs' fds for event_timeout_ns at a time)
+ * up to timeout_ns (0: one pass only; < 0: until one comes), and returns
+ * 0 at once when nothing is posted. max 0: a pass, nothing returned.
+ * -EINVAL for NULL.
+ * cancel: queued jobs finish as BP_JOB_CANCELLED; posted ones finish as
+ * they complete, or as BP_JOB_CANCELLED once their rail has completed
+ * nothing for 20 ms; later posts are refused. Poll until outstanding is 0.
+ * outstanding: jobs posted and not yet returned by poll.
+ * close: 0, or -EBUSY (logged) while jobs are outstanding; -EINVAL NULL.
+ */
+struct bp_rdma_direct;
+
+int bp_rdma_direct_open(struct bp_rdma *r, unsigned slot,
+			struct bp_rdma_direct **out);
+int bp_rdma_direct_post(struct bp_rdma_direct *d,
+			struct bp_rdma_job *const *jobs, unsigned n);
+int bp_rdma_direct_poll(struct bp_rdma_direct *d, struct bp_rdma_job **done,
+			unsigned max, int64_t timeout_ns);
+int bp_rdma_direct_cancel(struct bp_rdma_direct *d);
+uint64_t bp_rdma_direct_outstanding(const struct bp_rdma_direct *d);
+int bp_rdma_direct_close(struct bp_rdma_direct *d);
+
 /* The provider in use ("tcp;ofi_rxm") and its rail count. */
 const char *bp_rdma_provider(const struct bp_rdma *r);
 unsigned bp_rdma_rails(const struct bp_rdma *r);

@@ -238,6 +238,16 @@ struct bpi_rdma_worker {
 	 * before: from then on, a rail whose operations complete nothing for
 	 * BPI_RDMA_ABORT_QUIET_NS is reset (stage.c's abort_quiet) */
 	int64_t cancel_ns;
+	/* who drives this slot: OWNER_NONE, a pipeline's worker (rdma_init
+	 * to fini), or a direct handle (bp_rdma_direct_open to _close) */
+	_Atomic int owner;
+	/* direct: completed jobs go onto this FIFO (linked through
+	 * op_context[0], free again once the provider is done with a job)
+	 * instead of bp_worker_complete; out counts the jobs posted and not
+	 * yet returned by bp_rdma_direct_poll */
+	bool direct;
+	struct bp_rdma_job *done_head, **done_tail;
+	uint64_t out;
 	struct bp_job **done;
 	unsigned ndone; /* of BPI_RDMA_DONE_CAP, in stage.c */
 	/* the batch post() is posting: post_batch entries each */
@@ -282,6 +292,25 @@ enum bpi_site {
  * within 100 ms instead of after peer_timeout_ns.
  */
 #define BPI_RDMA_ABORT_QUIET_NS 20000000
+
+enum { BPI_OWNER_NONE = 0, BPI_OWNER_WORKER, BPI_OWNER_DIRECT };
+
+/*
+ * The stage's engine (stage.c), driven by a pipeline worker's callbacks or
+ * by a direct handle (direct.c; w is then NULL): take jobs in and post;
+ * one pass of reaping and posting (returns the jobs that moved, *busy the
+ * rails that had work); the wait cq_wait asks for after a pass that moved
+ * nothing; cancel the queued jobs (and, from then on, operations that
+ * complete nothing for BPI_RDMA_ABORT_QUIET_NS).
+ */
+void bpi_rdma_take(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		   struct bp_rdma_job *const *jobs, unsigned n);
+unsigned bpi_rdma_pass(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		       unsigned *busy);
+void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w);
+void bpi_rdma_cancel(struct bpi_rdma_worker *ws, struct bp_worker *w);
+/* A slot's start of use by a worker or a direct handle (stage.c). */
+void bpi_rdma_slot_start(struct bp_rdma *r, struct bpi_rdma_worker *ws);
 
 /* Open a rail's endpoint anew (stage.c); the caller owns the rail. */
 int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,

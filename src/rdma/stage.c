@@ -49,6 +49,13 @@
 static void done_add(struct bpi_rdma_worker *ws, struct bp_worker *w,
 		     struct bp_rdma_job *j)
 {
+	if (ws->direct) {
+		/* run to completion: onto the caller's FIFO (direct.c) */
+		JOB_NEXT(j) = NULL;
+		*ws->done_tail = j;
+		ws->done_tail = (struct bp_rdma_job **)&JOB_NEXT(j);
+		return;
+	}
 	ws->done[ws->ndone++] = &j->hdr;
 	if (ws->ndone == BPI_RDMA_DONE_CAP) {
 		bp_worker_complete(w, ws->done, ws->ndone);
@@ -58,7 +65,7 @@ static void done_add(struct bpi_rdma_worker *ws, struct bp_worker *w,
 
 static void done_flush(struct bpi_rdma_worker *ws, struct bp_worker *w)
 {
-	if (ws->ndone) {
+	if (ws->ndone && !ws->direct) {
 		bp_worker_complete(w, ws->done, ws->ndone);
 		ws->ndone = 0;
 	}
@@ -968,10 +975,27 @@ static void intake_add(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	ws->intake_fd = fd;
 }
 
+/*
+ * A slot taken by a worker or a direct handle: no abort pending, and the
+ * endpoints an abort before closed are opened again.
+ */
+void bpi_rdma_slot_start(struct bp_rdma *r, struct bpi_rdma_worker *ws)
+{
+	ws->cancel_ns = 0;
+	for (unsigned k = 0; k < r->cfg.rails; k++)
+		if (ws->rails[k].closed && bpi_rdma_rail_reopen(r, ws, k))
+			bpi_log(&r->log, BP_LOG_ERROR,
+				"worker %u rail %u: the endpoint closed by an "
+				"abort could not be opened again: the rail "
+				"takes no jobs",
+				ws->id, k);
+}
+
 static int rdma_init(struct bp_worker *w, void **state)
 {
 	struct bp_rdma *r = bp_worker_stage_ctx(w);
 	unsigned id = bp_worker_id(w);
+	int free_slot = BPI_OWNER_NONE;
 
 	if (!r || r->magic != BPI_RDMA_MAGIC)
 		return -EINVAL; /* stage_ctx must be the struct bp_rdma */
@@ -982,23 +1006,25 @@ static int rdma_init(struct bp_worker *w, void **state)
 			id, r->cfg.workers);
 		return -EINVAL;
 	}
+	/* acq_rel: the slot's state is the last owner's, whole */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &r->workers[id].owner, &free_slot, BPI_OWNER_WORKER,
+		    memory_order_acq_rel, memory_order_acquire)) {
+		bpi_log(&r->log, BP_LOG_ERROR,
+			"worker %u: its slot of the stage is in use (%s)", id,
+			free_slot == BPI_OWNER_DIRECT
+				? "a bp_rdma_direct handle"
+				: "another pipeline's worker");
+		return -EBUSY;
+	}
 	/* release: bp_rdma_register's acquire sees the domains taken */
 	atomic_fetch_add_explicit(&r->started, 1, memory_order_release);
 	if (r->cfg.pin == BP_RDMA_PIN_RAIL_LOCAL)
 		bpi_pin_rail_local(bpi_fab_rail_info(r->info, 0), id,
 				   r->cfg.fallback_cpus, r->cfg.n_fallback_cpus,
 				   &r->log);
-	/* a pipeline before this one aborted: its endpoints closed */
-	r->workers[id].cancel_ns = 0;
+	bpi_rdma_slot_start(r, &r->workers[id]);
 	intake_add(r, &r->workers[id], w);
-	for (unsigned k = 0; k < r->cfg.rails; k++)
-		if (r->workers[id].rails[k].closed &&
-		    bpi_rdma_rail_reopen(r, &r->workers[id], k))
-			bpi_log(&r->log, BP_LOG_ERROR,
-				"worker %u rail %u: the endpoint closed by an "
-				"abort could not be opened again: the rail "
-				"takes no jobs",
-				id, k);
 	*state = &r->workers[id];
 	return 0;
 }
@@ -1014,18 +1040,23 @@ static void rdma_fini(void *state, struct bp_worker *w)
 	/* release: this worker is done with its domains; pairs with
 	 * bp_rdma_register's acquire */
 	atomic_fetch_sub_explicit(&ws->r->started, 1, memory_order_release);
+	/* release: the next owner's acquire sees the slot as left here */
+	atomic_store_explicit(&ws->owner, BPI_OWNER_NONE, memory_order_release);
 }
 
-static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
-			 unsigned n)
+/*
+ * Jobs in: each checked, queued on its rail (or failed), then every rail
+ * with a queue posts. The completed and failed jobs go to done_add.
+ */
+void bpi_rdma_take(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		   struct bp_rdma_job *const *jobs, unsigned n)
 {
-	struct bpi_rdma_worker *ws = state;
 	struct bp_rdma *r = ws->r;
 	unsigned rails = r->cfg.rails;
 
 	gone_look(r, ws, w);
 	for (unsigned i = 0; i < n; i++) {
-		struct bp_rdma_job *j = (struct bp_rdma_job *)jobs[i];
+		struct bp_rdma_job *j = jobs[i];
 		int rc = check_job(r, j);
 		unsigned k;
 
@@ -1043,12 +1074,25 @@ static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	for (unsigned k = 0; k < rails; k++)
 		if (ws->rails[k].pend)
 			post(r, ws, w, k);
+}
+
+static void rdma_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+			 unsigned n)
+{
+	struct bpi_rdma_worker *ws = state;
+
+	/* a bp_rdma_job begins with its bp_job (hdr is its first member) */
+	bpi_rdma_take(ws, w, (struct bp_rdma_job *const *)jobs, n);
 	done_flush(ws, w);
 }
 
-static void rdma_poll(void *state, struct bp_worker *w)
+/*
+ * One pass over the busy rails: reap, settle, post. Returns the jobs that
+ * moved (reaped or posted); *busy: rails with work left before the pass.
+ */
+unsigned bpi_rdma_pass(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		       unsigned *busy_out)
 {
-	struct bpi_rdma_worker *ws = state;
 	struct bp_rdma *r = ws->r;
 	unsigned got = 0, busy = 0, reaped;
 
@@ -1070,21 +1114,40 @@ static void rdma_poll(void *state, struct bp_worker *w)
 		if (rl->pend)
 			got += post(r, ws, w, k);
 	}
-	done_flush(ws, w);
-	if (got || !busy) {
-		bpi_backoff_reset(&ws->backoff);
-		return;
-	}
+	*busy_out = busy;
+	return got;
+}
+
+/* After a pass that moved nothing with work left: wait as cq_wait says. */
+void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w)
+{
+	struct bp_rdma *r = ws->r;
+
 	if (r->cfg.cq_wait == BP_RDMA_CQ_SPIN_SLEEP)
 		wait_backoff(r, ws, w);
 	else if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
 		wait_event(r, ws, w);
 }
 
-static void rdma_cancel(void *state, struct bp_worker *w)
+static void rdma_poll(void *state, struct bp_worker *w)
 {
 	struct bpi_rdma_worker *ws = state;
+	unsigned busy, got = bpi_rdma_pass(ws, w, &busy);
 
+	done_flush(ws, w);
+	if (got || !busy) {
+		bpi_backoff_reset(&ws->backoff);
+		return;
+	}
+	bpi_rdma_wait(ws, w);
+}
+
+/*
+ * Queued jobs complete as cancelled; posted ones get
+ * BPI_RDMA_ABORT_QUIET_NS of quiet before they are (bpi_rdma_pass).
+ */
+void bpi_rdma_cancel(struct bpi_rdma_worker *ws, struct bp_worker *w)
+{
 	for (unsigned k = 0; k < ws->r->cfg.rails; k++) {
 		struct bpi_rail *rl = &ws->rails[k];
 
@@ -1095,9 +1158,13 @@ static void rdma_cancel(void *state, struct bp_worker *w)
 			done_add(ws, w, j);
 		}
 	}
-	done_flush(ws, w);
-	/* posted ones get BPI_RDMA_ABORT_QUIET_NS of quiet (rdma_poll) */
 	ws->cancel_ns = bpi_now_ns();
+}
+
+static void rdma_cancel(void *state, struct bp_worker *w)
+{
+	bpi_rdma_cancel(state, w);
+	done_flush(state, w);
 }
 
 static int rdma_stats_json(void *ctx, char *buf, size_t size)

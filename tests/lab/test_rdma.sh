@@ -46,6 +46,8 @@ set -- $counts
 # one point, pipeline and raw; at least one latency row
 [ "$1" = 2 ] || fail "expected 2 point rows, got $1"
 [ "$2" -ge 1 ] || fail "no latency rows"
+# the run-to-completion stage's row beside the pipeline's and raw's
+grep -q '^shm,direct,busy,' "$tmp/r.csv" || fail "no direct busy-poll latency row"
 [ -s "$tmp/o1/rdma.csv" ] || fail "--out wrote no rdma.csv"
 cmp -s "$tmp/r.csv" "$tmp/o1/rdma.csv" ||
 	fail "--out file differs from the --csv output"
@@ -116,7 +118,18 @@ for cmd in rdma rdma-fill; do
 			fail "$cmd --help does not list $opt"
 	done
 done
-for bad in "--sizes 7" "--latency --no-latency" "--waits nosuch"; do
+# --intake: a job submitted while another is in flight (needs bp-target,
+# which it stops and continues; shm holds nothing in flight: n/a there)
+"$BPBENCH" rdma --intake --providers 'shm,tcp;ofi_rxm' --intake-samples 5 \
+	>"$tmp/intake" 2>"$tmp/err" || fail "rdma --intake exited $?: $(tail -3 "$tmp/err")"
+grep -q '^Intake: ' "$tmp/intake" || fail "--intake: no table"
+grep -q '^  intake spin-sleep, shm: ' "$tmp/intake" || fail "--intake: no shm verdict"
+if grep -q '^tcp;ofi_rxm *spin-sleep *5 ' "$tmp/intake"; then
+	grep -Eq '^  intake event, tcp;ofi_rxm: (met|MISSED) \(p50' "$tmp/intake" ||
+		fail "--intake: no tcp event verdict"
+fi
+
+for bad in "--sizes 7" "--latency --no-latency" "--waits nosuch" "--intake --csv"; do
 	# shellcheck disable=SC2086 # the words are the arguments
 	"$BPBENCH" rdma $bad >/dev/null 2>"$tmp/bad.err"
 	rc=$?
