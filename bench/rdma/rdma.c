@@ -66,7 +66,7 @@
  */
 #include "rdma/rdma_harness.h"
 
-const char *const rb_var_name[RB_NVAR] = {"pipeline", "raw"};
+const char *const rb_var_name[RB_NVAR] = {"pipeline", "raw", "direct"};
 
 static void rb_add(struct rb_results *r, int prov, unsigned size, unsigned post,
 		   unsigned reap, unsigned depth, unsigned W, unsigned R)
@@ -210,6 +210,7 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 	struct rb_pipe_cfg c;
 	struct rb_pipe pp;
 	struct rb_raw rw;
+	struct rb_direct dx;
 	char name[160], what[200], why[256];
 	uint64_t out_pipe, out_raw;
 	unsigned warm = o->a.ms / 4 < 20 ? 20 : o->a.ms / 4;
@@ -238,6 +239,18 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 		rb_pipe_close(&pp);
 		return;
 	}
+	if (o->direct) {
+		rc = rb_direct_open(&dx, t, &c);
+		if (rc) {
+			p->skipped = true;
+			snprintf(p->note, sizeof(p->note), "direct: %s",
+				 bp_strerror(rc));
+			rb_direct_close(&dx);
+			rb_raw_close(&rw);
+			rb_pipe_close(&pp);
+			return;
+		}
+	}
 	fprintf(stderr, "%s: %s\n", BENCH_CMD, name);
 	/*
 	 * The most writes of a variant that may be in flight at once. With
@@ -254,22 +267,31 @@ static void rb_measure_point(const struct rb_opts *o, struct rb_target *t,
 	snprintf(what, sizeof(what), "%s warm-up", name);
 	rb_pipe_run(&pp, t, warm, out_pipe, what);
 	rb_raw_run(&rw, t, warm, out_raw, what);
+	if (o->direct)
+		rb_direct_run(&dx, t, warm, out_pipe, what);
 	for (int r = 0; r < runs; r++) {
-		for (int k = 0; k < RB_NVAR; k++) {
-			int v = (r % 2) ? RB_NVAR - 1 - k : k;
+		int nv = o->direct ? RB_NVAR : 2;
+
+		for (int k = 0; k < nv; k++) {
+			/* the order turns around every run */
+			int v = (r % 2) ? nv - 1 - k : k;
 			struct rb_result res;
 
 			snprintf(what, sizeof(what), "%s %s run %d", name,
 				 rb_var_name[v], r);
-			res = v == RB_PIPE ? rb_pipe_run(&pp, t, o->a.ms,
-							 out_pipe, what)
-					   : rb_raw_run(&rw, t, o->a.ms,
-							out_raw, what);
+			res = v == RB_PIPE  ? rb_pipe_run(&pp, t, o->a.ms,
+							  out_pipe, what)
+			      : v == RB_RAW ? rb_raw_run(&rw, t, o->a.ms,
+							 out_raw, what)
+					    : rb_direct_run(&dx, t, o->a.ms,
+							    out_pipe, what);
 			p->gbps[v][r] = res.gbps;
 			p->mops[v][r] = res.mops;
 			p->cpu[v][r] = res.cpu_ns;
 		}
 	}
+	if (o->direct)
+		rb_direct_close(&dx);
 	rb_raw_close(&rw);
 	rb_pipe_close(&pp);
 }
@@ -422,6 +444,13 @@ static int rb_set_latency(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int rb_set_direct(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct rb_opts *)a->ctx)->direct = 1;
+	return 0;
+}
+
 static int rb_set_intake(struct bench_args *a, const char *arg)
 {
 	(void)arg;
@@ -496,6 +525,10 @@ static const struct bench_opt rb_options[] = {
 	{"latency", NULL, rb_set_latency,
 	 "only the latency table (4 KiB, depth 1, per completion\n"
 	 "wait) and the idle CPU"},
+	{"direct", NULL, rb_set_direct,
+	 "a third variant at every point: the stage run to\n"
+	 "completion (bp_rdma_direct_*, one thread per worker\n"
+	 "slot, no pipeline), its CPU per op beside raw's"},
 	{"intake", NULL, rb_set_intake,
 	 "only the intake table: a 64 B write submitted while a\n"
 	 "16 MiB write is in flight, submit -> post per completion\n"

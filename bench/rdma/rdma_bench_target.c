@@ -324,6 +324,48 @@ void rb_verify_target(struct rb_target *t, const struct rb_check *c,
 	rb_words_checked += words;
 }
 
+struct rb_result rb_lanes_result(struct rb_target *t, const char *what,
+				 const struct rb_check *chk, int64_t t0,
+				 int64_t t1, int64_t cpu_ns)
+{
+	struct rb_result res;
+	uint64_t total = 0;
+
+	for (unsigned l = 0; l < chk->nlanes; l++)
+		total += chk->ops[l];
+	rb_verify_target(t, chk, what);
+	res.mops = (double)total / (double)(t1 - t0) * 1e3;
+	res.gbps = (double)total * (double)chk->size / (double)(t1 - t0);
+	res.cpu_ns = total ? (double)cpu_ns / (double)total : NAN;
+	return res;
+}
+
+int rb_stage_open(struct rb_target *t, const struct rb_pipe_cfg *c,
+		  struct bp_rdma **out)
+{
+	struct bp_rdma_config rc;
+	struct bp_rdma_peer_desc d;
+	int err;
+
+	bp_rdma_config_init(&rc);
+	rc.provider = t->provider;
+	rc.node = t->node;
+	rc.workers = c->workers;
+	rc.rails = c->rails;
+	rc.credits = c->depth;
+	rc.post_batch = c->post;
+	rc.reap_batch = c->reap;
+	rc.cq_wait = c->cq_wait;
+	rc.log = rb_log;
+	err = bp_rdma_create(&rc, out);
+	if (err) {
+		*out = NULL;
+		return err;
+	}
+	rb_target_desc(t, c->rails, &d);
+	return bp_rdma_peer_add(*out, &d);
+}
+
 static unsigned rb_run_counter; /* tags: a run's writes are its own */
 
 unsigned rb_next_run(void)

@@ -50,7 +50,8 @@ extern const char *rb_cmd_name;
 #define RB_LAT_SIZE	 4096
 #define RB_PACE_NS	 10000000 /* 100 ops/s */
 
-enum { RB_PIPE = 0, RB_RAW = 1, RB_NVAR = 2 };
+/* the variants; direct (run to completion) only with --direct */
+enum { RB_PIPE = 0, RB_RAW = 1, RB_DIRECT = 2, RB_NVAR = 3 };
 
 /* the base point: a dimension not given on the command line */
 #define RB_BASE_POST  16
@@ -70,6 +71,7 @@ struct rb_opts {
 	const char *node;
 	int latency_only, no_latency;
 	int intake_only;	 /* --intake */
+	int direct;		 /* --direct: the run-to-completion variant too */
 	unsigned intake_samples; /* per completion wait */
 	int lat_set, idle_set; /* given: --quick leaves them */
 	int target_mode;       /* enum rb_target_kind: AUTO, DAEMON, NODE */
@@ -153,6 +155,7 @@ struct rb_pipe {
 	struct bp_pipeline *p;
 	size_t size;
 	unsigned P, B, slots, run;
+	unsigned W, R; /* the stage's workers and rails */
 	int peer;
 	struct rb_prod *prod;
 	pid_t tids[RB_MAX_TIDS]; /* the pipeline's workers and sink */
@@ -190,6 +193,13 @@ struct rb_raw {
 	atomic_int stop;
 };
 
+struct rb_dlane;
+struct rb_direct {
+	struct bp_rdma *r;
+	struct rb_dlane *lanes;
+	unsigned W;
+	atomic_int stop;
+};
 struct rb_results {
 	struct rb_point *pt;
 	int npoints;
@@ -307,6 +317,28 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			     unsigned ms, uint64_t outstanding,
 			     const char *what);
 
+/*
+ * The stage as a variant runs it, from a point's config: create it (cq_wait
+ * as c says) and add the target as its peer; returns the peer id or a
+ * negative errno (*out NULL if create failed).
+ */
+int rb_stage_open(struct rb_target *t, const struct rb_pipe_cfg *c,
+		  struct bp_rdma **out);
+/*
+ * A run of lanes that each wrote ops[lane] writes of size bytes into slots
+ * slots: check the target (rb_verify_target), then the result from the
+ * summed CPU time and the run's span t0..t1.
+ */
+struct rb_result rb_lanes_result(struct rb_target *t, const char *what,
+				 const struct rb_check *chk, int64_t t0,
+				 int64_t t1, int64_t cpu_ns);
+/* ---- the run-to-completion variant (rdma/rdma_variant_direct.c) ----------- */
+void rb_direct_close(struct rb_direct *x);
+int rb_direct_open(struct rb_direct *x, struct rb_target *t,
+		   const struct rb_pipe_cfg *c);
+struct rb_result rb_direct_run(struct rb_direct *x, struct rb_target *t,
+			       unsigned ms, uint64_t outstanding,
+			       const char *what);
 /* ---- the raw variant (rdma/rdma_variant_raw.c) --------------------------- */
 
 void rb_raw_close(struct rb_raw *rw);

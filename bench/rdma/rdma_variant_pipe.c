@@ -169,13 +169,13 @@ void rb_pipe_close(struct rb_pipe *pp)
 int rb_pipe_open(struct rb_pipe *pp, struct rb_target *t,
 		 const struct rb_pipe_cfg *c)
 {
-	struct bp_rdma_config rc;
 	struct bp_pipeline_config pc;
-	struct bp_rdma_peer_desc d;
 	pid_t before[RB_MAX_TIDS], now[RB_MAX_TIDS];
 	int nb, nn, err;
 
 	memset(pp, 0, sizeof(*pp));
+	pp->W = c->workers;
+	pp->R = c->rails;
 	pp->size = c->size;
 	pp->P = c->P;
 	pp->slots = c->slots;
@@ -183,23 +183,7 @@ int rb_pipe_open(struct rb_pipe *pp, struct rb_target *t,
 	pp->B = c->post * c->rails;
 	if (pp->B > c->depth * c->rails)
 		pp->B = c->depth * c->rails;
-	bp_rdma_config_init(&rc);
-	rc.provider = t->provider;
-	rc.node = t->node;
-	rc.workers = c->workers;
-	rc.rails = c->rails;
-	rc.credits = c->depth;
-	rc.post_batch = c->post;
-	rc.reap_batch = c->reap;
-	rc.cq_wait = c->cq_wait;
-	rc.log = rb_log;
-	err = bp_rdma_create(&rc, &pp->r);
-	if (err) {
-		pp->r = NULL;
-		return err;
-	}
-	rb_target_desc(t, c->rails, &d);
-	pp->peer = bp_rdma_peer_add(pp->r, &d);
+	pp->peer = rb_stage_open(t, c, &pp->r);
 	if (pp->peer < 0)
 		return pp->peer;
 	pp->prod = bench_zalloc(sizeof(*pp->prod) * c->P);
@@ -326,10 +310,27 @@ void rb_pipe_check_stats(struct rb_pipe *pp, const struct bp_pipeline_stats *s0,
 			  s1.failed - s0->failed, s1.cancelled - s0->cancelled);
 }
 
+/* The stage's rail counters, summed over workers and rails. */
+static void rb_pipe_rail_sum(const struct rb_pipe *pp,
+			     struct bp_rdma_rail_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned w = 0; w < pp->W; w++)
+		for (unsigned k = 0; k < pp->R; k++) {
+			struct bp_rdma_rail_stats s;
+
+			if (bp_rdma_get_rail_stats(pp->r, w, k, &s))
+				continue;
+			sum->cq_reads += s.cq_reads;
+			sum->cq_empty += s.cq_empty;
+		}
+}
+
 struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			     unsigned ms, uint64_t outstanding,
 			     const char *what)
 {
+	struct bp_rdma_rail_stats rs0, rs1;
 	struct bp_pipeline_stats s0;
 	uint64_t total = 0, ops[RB_MAX_PRODUCERS];
 	int64_t c0, c1, t0 = INT64_MAX, tc[RB_MAX_TIDS];
@@ -343,6 +344,7 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 	atomic_store_explicit(&pp->done, 0, memory_order_relaxed);
 	pp->bad = 0;
 	bp_pipeline_get_stats(pp->p, &s0);
+	rb_pipe_rail_sum(pp, &rs0);
 	for (int k = 0; k < pp->ntids; k++)
 		tc[k] = rt_tid_cpu_ns(pp->tids[k]);
 	c0 = rt_tids_cpu_ns(pp->tids, pp->ntids);
@@ -371,7 +373,13 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			fprintf(stderr, " tid%d %.0f", (int)pp->tids[k],
 				(double)(rt_tid_cpu_ns(pp->tids[k]) - tc[k]) /
 					(double)total);
-		fprintf(stderr, "\n");
+		rb_pipe_rail_sum(pp, &rs1);
+		fprintf(stderr,
+			"; %" PRIu64 " ops, fi_cq_read per op %.2f (empty "
+			"%.2f)\n",
+			total,
+			(double)(rs1.cq_reads - rs0.cq_reads) / (double)total,
+			(double)(rs1.cq_empty - rs0.cq_empty) / (double)total);
 	}
 	rb_pipe_check_stats(pp, &s0, total, what);
 	for (unsigned l = 0; l < pp->P; l++)

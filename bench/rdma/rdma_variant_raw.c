@@ -61,7 +61,6 @@ struct rb_result rb_raw_run(struct rb_raw *rw, struct rb_target *t, unsigned ms,
 	pthread_t th[BP_MAX_WORKERS];
 	uint64_t total = 0, ops[BP_MAX_WORKERS];
 	int64_t t0 = INT64_MAX, t1 = 0, cpu = 0;
-	struct rb_result res;
 	struct rb_check chk;
 
 	/* relaxed: the threads start after this (pthread_create orders it) */
@@ -110,10 +109,5 @@ struct rb_result rb_raw_run(struct rb_raw *rw, struct rb_target *t, unsigned ms,
 				.ops = ops,
 				.size = rw->lanes[0].size,
 				.outstanding = outstanding};
-	rb_verify_target(t, &chk, what);
-	res.mops = (double)total / (double)(t1 - t0) * 1e3;
-	res.gbps =
-		(double)total * (double)rw->lanes[0].size / (double)(t1 - t0);
-	res.cpu_ns = total ? (double)cpu / (double)total : NAN;
-	return res;
+	return rb_lanes_result(t, what, &chk, t0, t1, cpu);
 }

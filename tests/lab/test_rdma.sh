@@ -118,6 +118,15 @@ for cmd in rdma rdma-fill; do
 			fail "$cmd --help does not list $opt"
 	done
 done
+# --direct: the run-to-completion variant, a third row per run, verified
+# as the others
+# shellcheck disable=SC2086 # $args is several arguments
+"$BPBENCH" rdma $args --no-latency --direct --csv >"$tmp/d.csv" 2>"$tmp/err" ||
+	fail "rdma --direct exited $?: $(tail -3 "$tmp/err")"
+counts=$(check_csv "$tmp/d.csv" "$pts_hdr") || fail "bad --direct CSV: $counts"
+[ "$counts" = 3 ] || fail "expected 3 rows with --direct, got $counts"
+grep -q '^shm,direct,4096,' "$tmp/d.csv" || fail "no direct row"
+
 # --intake: a job submitted while another is in flight (needs bp-target,
 # which it stops and continues; shm holds nothing in flight: n/a there)
 "$BPBENCH" rdma --intake --providers 'shm,tcp;ofi_rxm' --intake-samples 5 \
