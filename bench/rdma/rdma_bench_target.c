@@ -324,6 +324,22 @@ void rb_verify_target(struct rb_target *t, const struct rb_check *c,
 	rb_words_checked += words;
 }
 
+void rb_rail_sum(const struct bp_rdma *r, unsigned W, unsigned R,
+		 struct bp_rdma_rail_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned w = 0; w < W; w++)
+		for (unsigned k = 0; k < R; k++) {
+			struct bp_rdma_rail_stats s;
+
+			if (bp_rdma_get_rail_stats(r, w, k, &s))
+				continue;
+			sum->cq_reads += s.cq_reads;
+			sum->cq_empty += s.cq_empty;
+			sum->eagain += s.eagain;
+		}
+}
+
 struct rb_result rb_lanes_result(struct rb_target *t, const char *what,
 				 const struct rb_check *chk, int64_t t0,
 				 int64_t t1, int64_t cpu_ns)

@@ -197,7 +197,7 @@ struct rb_dlane;
 struct rb_direct {
 	struct bp_rdma *r;
 	struct rb_dlane *lanes;
-	unsigned W;
+	unsigned W, R;
 	atomic_int stop;
 };
 struct rb_results {
@@ -329,6 +329,9 @@ int rb_stage_open(struct rb_target *t, const struct rb_pipe_cfg *c,
  * slots: check the target (rb_verify_target), then the result from the
  * summed CPU time and the run's span t0..t1.
  */
+/* A stage's rail counters summed over W workers and R rails. */
+void rb_rail_sum(const struct bp_rdma *r, unsigned W, unsigned R,
+		 struct bp_rdma_rail_stats *sum);
 struct rb_result rb_lanes_result(struct rb_target *t, const char *what,
 				 const struct rb_check *chk, int64_t t0,
 				 int64_t t1, int64_t cpu_ns);

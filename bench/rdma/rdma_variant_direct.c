@@ -59,6 +59,7 @@ int rb_direct_open(struct rb_direct *x, struct rb_target *t,
 	if (peer < 0)
 		return peer;
 	x->W = c->workers;
+	x->R = c->rails;
 	x->lanes = bench_zalloc(sizeof(*x->lanes) * c->workers);
 	for (unsigned w = 0; w < c->workers; w++) {
 		struct rb_dlane *l = &x->lanes[w];
@@ -160,6 +161,9 @@ struct rb_result rb_direct_run(struct rb_direct *x, struct rb_target *t,
 	int64_t t0 = INT64_MAX, t1 = 0, cpu = 0;
 	struct rb_check chk;
 
+	struct bp_rdma_rail_stats s0, s1;
+
+	rb_rail_sum(x->r, x->W, x->R, &s0);
 	/* relaxed: the threads start after this (pthread_create orders it) */
 	atomic_store_explicit(&x->stop, 0, memory_order_relaxed);
 	for (unsigned w = 0; w < x->W; w++) {
@@ -193,6 +197,15 @@ struct rb_result rb_direct_run(struct rb_direct *x, struct rb_target *t,
 		if (l->t_end > t1)
 			t1 = l->t_end;
 	}
+	rb_rail_sum(x->r, x->W, x->R, &s1);
+	if (rb_verbose && total)
+		fprintf(stderr,
+			"%s: %s: direct: fi_cq_read per op %.2f (empty %.2f), "
+			"-FI_EAGAIN per op %.3f\n",
+			BENCH_CMD, what,
+			(double)(s1.cq_reads - s0.cq_reads) / (double)total,
+			(double)(s1.cq_empty - s0.cq_empty) / (double)total,
+			(double)(s1.eagain - s0.eagain) / (double)total);
 	chk = (struct rb_check){.run = run,
 				.nlanes = x->W,
 				.slots = x->lanes[0].slots,

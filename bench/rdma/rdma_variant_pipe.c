@@ -310,22 +310,6 @@ void rb_pipe_check_stats(struct rb_pipe *pp, const struct bp_pipeline_stats *s0,
 			  s1.failed - s0->failed, s1.cancelled - s0->cancelled);
 }
 
-/* The stage's rail counters, summed over workers and rails. */
-static void rb_pipe_rail_sum(const struct rb_pipe *pp,
-			     struct bp_rdma_rail_stats *sum)
-{
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned w = 0; w < pp->W; w++)
-		for (unsigned k = 0; k < pp->R; k++) {
-			struct bp_rdma_rail_stats s;
-
-			if (bp_rdma_get_rail_stats(pp->r, w, k, &s))
-				continue;
-			sum->cq_reads += s.cq_reads;
-			sum->cq_empty += s.cq_empty;
-		}
-}
-
 struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			     unsigned ms, uint64_t outstanding,
 			     const char *what)
@@ -344,7 +328,7 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 	atomic_store_explicit(&pp->done, 0, memory_order_relaxed);
 	pp->bad = 0;
 	bp_pipeline_get_stats(pp->p, &s0);
-	rb_pipe_rail_sum(pp, &rs0);
+	rb_rail_sum(pp->r, pp->W, pp->R, &rs0);
 	for (int k = 0; k < pp->ntids; k++)
 		tc[k] = rt_tid_cpu_ns(pp->tids[k]);
 	c0 = rt_tids_cpu_ns(pp->tids, pp->ntids);
@@ -373,7 +357,7 @@ struct rb_result rb_pipe_run(struct rb_pipe *pp, struct rb_target *t,
 			fprintf(stderr, " tid%d %.0f", (int)pp->tids[k],
 				(double)(rt_tid_cpu_ns(pp->tids[k]) - tc[k]) /
 					(double)total);
-		rb_pipe_rail_sum(pp, &rs1);
+		rb_rail_sum(pp->r, pp->W, pp->R, &rs1);
 		fprintf(stderr,
 			"; %" PRIu64 " ops, fi_cq_read per op %.2f (empty "
 			"%.2f)\n",

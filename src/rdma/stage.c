@@ -167,8 +167,8 @@ static void pend_unpop(struct bpi_rail *rl, struct bp_rdma_job **jobs,
  * again, so its jobs fail fast; after that it is tried anew. The clock is
  * read only for peers that are down.
  */
-static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
-			 uint32_t peer)
+static bool peer_is_down_slow(const struct bp_rdma *r, struct bpi_rail *rl,
+			      uint32_t peer)
 {
 	int64_t t0 = rl->peer_down[peer];
 
@@ -187,6 +187,13 @@ static bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
 		return true;
 	rl->peer_down[peer] = 0;
 	return false;
+}
+
+/* The common case inline: a peer never given up on this rail. */
+static inline bool peer_is_down(const struct bp_rdma *r, struct bpi_rail *rl,
+				uint32_t peer)
+{
+	return rl->peer_down[peer] && peer_is_down_slow(r, rl, peer);
 }
 
 /*
@@ -214,27 +221,35 @@ static void peer_sync(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 }
 
 /* The peer's address in this rail's AV, inserted on first use. */
-static int peer_addr(struct bp_rdma *r, struct bpi_rdma_worker *ws, unsigned k,
-		     uint32_t peer, fi_addr_t *out)
+static int peer_addr_insert(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			    unsigned k, uint32_t peer, fi_addr_t *out)
 {
 	struct bpi_rail *rl = &ws->rails[k];
-	fi_addr_t a = rl->peer_addr[peer];
+	const struct bp_rdma_peer_desc *d = &r->peers[peer].desc;
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	int rc;
 
-	if (a == FI_ADDR_NOTAVAIL) {
-		const struct bp_rdma_peer_desc *d = &r->peers[peer].desc;
-		int rc;
-
-		out_enter(ws, SITE_AV_INSERT);
-		rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0, NULL);
-		out_leave(ws);
-		if (rc != 1) {
-			bpi_log(&r->log, BP_LOG_ERROR,
-				"rail %u: fi_av_insert of peer %u: %s", k, peer,
-				fi_strerror(rc < 0 ? -rc : FI_EINVAL));
-			return -EHOSTUNREACH;
-		}
-		rl->peer_addr[peer] = a;
+	out_enter(ws, SITE_AV_INSERT);
+	rc = fi_av_insert(rl->fab.av, d->rail[k].addr, 1, &a, 0, NULL);
+	out_leave(ws);
+	if (rc != 1) {
+		bpi_log(&r->log, BP_LOG_ERROR,
+			"rail %u: fi_av_insert of peer %u: %s", k, peer,
+			fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+		return -EHOSTUNREACH;
 	}
+	rl->peer_addr[peer] = a;
+	*out = a;
+	return 0;
+}
+
+static inline int peer_addr(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			    unsigned k, uint32_t peer, fi_addr_t *out)
+{
+	fi_addr_t a = ws->rails[k].peer_addr[peer];
+
+	if (__builtin_expect(a == FI_ADDR_NOTAVAIL, 0))
+		return peer_addr_insert(r, ws, k, peer, out);
 	*out = a;
 	return 0;
 }
@@ -345,7 +360,7 @@ static unsigned fail_queued_down(const struct bp_rdma *r,
 				 struct bp_worker *w, struct bpi_rail *rl,
 				 int err)
 {
-	return fail_queued(r, ws, w, rl, peer_is_down, err);
+	return fail_queued(r, ws, w, rl, peer_is_down_slow, err);
 }
 
 /* READY -> GONE, once; the workers look at their next pass (gone_look). */
