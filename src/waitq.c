@@ -301,6 +301,8 @@ void bpi_waitq_pass_on(struct bpi_waitq *q, int (*more)(void *), void *arg)
 	if (more(arg)) {
 		syscall(SYS_futex, &q->seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
 			NULL, NULL, 0);
-		wake_fd(q); /* the fence above orders the count's load */
+		/* a descriptor sleeper's count: its arming comes before its
+		 * look at the work, so it is counted here or saw the work */
+		wake_fd(q);
 	}
 }

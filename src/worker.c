@@ -390,13 +390,18 @@ int bp_worker_intake_arm(struct bp_worker *w)
 		return -EINVAL;
 	if (w->intake_armed || take_room(w, 1) == 0)
 		return 0; /* armed already, or could take nothing */
+	/* intake closed and empty: no job can come (bpi_ring_ready below
+	 * says yes to the end of the stream too), sleep unarmed */
+	if (bp_ring_is_closed(w->p->ingress) && !bp_ring_count(w->p->ingress))
+		return 0;
 	q = bpi_ring_not_empty(w->p->ingress);
 	if (bpi_waitq_fd(q) < 0)
 		return 0; /* no descriptor: the stage sleeps as before */
 	bpi_waitq_prepare_fd(q);
 	if (bpi_ring_ready(w->p->ingress)) {
 		bpi_waitq_cancel_fd(q);
-		return 1;
+		/* closed meanwhile with nothing left: as above */
+		return bp_ring_count(w->p->ingress) ? 1 : 0;
 	}
 	w->intake_armed = true;
 	return 0;

@@ -143,8 +143,9 @@ unsigned bp_worker_inflight(const struct bp_worker *w);
  * Around each sleep: bp_worker_intake_arm, then, if it returned 0, the
  * sleep (epoll_wait with the fd in the set), then bp_worker_intake_disarm,
  * always. arm returns 1 without arming when jobs this worker may take are
- * waiting already (do not sleep), 0 otherwise (armed, or not armed because
- * the worker holds max_inflight jobs and could take none). Cost: the arm is
+ * waiting already (do not sleep), 0 otherwise (armed; or not armed because
+ * the worker holds max_inflight jobs and could take none, or intake is
+ * closed and empty, so no job can come). Cost: the arm is
  * a fence and a look at ingress; a producer that finds a worker armed pays
  * one write(2) more on its wake-up path.
  *

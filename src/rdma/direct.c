@@ -20,6 +20,15 @@
 
 #include "src/rdma/rdma_internal.h"
 
+/*
+ * bp_job.pipeline_word of a job in a direct handle's hands, from post
+ * until poll returns it, and after: a job posted again while out is
+ * refused (it would loop the pending queue), as the pipeline refuses a
+ * job completed twice. Values uninitialised memory is unlikely to hold.
+ */
+#define DIRECT_OUT  0x6270446fu /* "bpDo" */
+#define DIRECT_BACK 0x62704462u /* "bpDb" */
+
 struct bp_rdma_direct {
 	struct bp_rdma *r;
 	struct bpi_rdma_worker *ws;
@@ -67,7 +76,7 @@ int bp_rdma_direct_open(struct bp_rdma *r, unsigned slot,
 	ws->done_tail = &ws->done_head;
 	ws->out = 0;
 	ws->intake_fd = -1; /* no pipeline: its waits wake for completions */
-	bpi_backoff_reset(&ws->backoff);
+	bpi_rdma_moved(ws); /* the waits start afresh */
 	bpi_rdma_slot_start(r, ws);
 	*out = d;
 	return 0;
@@ -76,7 +85,7 @@ int bp_rdma_direct_open(struct bp_rdma *r, unsigned slot,
 int bp_rdma_direct_post(struct bp_rdma_direct *d,
 			struct bp_rdma_job *const *jobs, unsigned n)
 {
-	if (!d || (n && !jobs))
+	if (!d || (n && !jobs) || n > INT_MAX)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++)
 		if (!jobs[i])
@@ -86,6 +95,20 @@ int bp_rdma_direct_post(struct bp_rdma_direct *d,
 			"bp_rdma_direct_post after bp_rdma_direct_cancel: "
 			"refused, the handle only finishes now");
 		return -EPIPE;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		/* out already: posted earlier, or twice in this call */
+		if (jobs[i]->hdr.pipeline_word == DIRECT_OUT) {
+			for (unsigned m = 0; m < i; m++)
+				jobs[m]->hdr.pipeline_word = DIRECT_BACK;
+			bpi_log(&d->r->log, BP_LOG_ERROR,
+				"bp_rdma_direct_post: job %u of %u is posted "
+				"already and not yet back from "
+				"bp_rdma_direct_poll: none of the %u taken",
+				i, n, n);
+			return -EBUSY;
+		}
+		jobs[i]->hdr.pipeline_word = DIRECT_OUT;
 	}
 	d->ws->out += n;
 	bpi_rdma_take(d->ws, NULL, jobs, n);
@@ -102,6 +125,7 @@ static unsigned pop_done(struct bpi_rdma_worker *ws, struct bp_rdma_job **done,
 		struct bp_rdma_job *j = ws->done_head;
 
 		ws->done_head = j->hdr.op_context[0];
+		j->hdr.pipeline_word = DIRECT_BACK;
 		done[n++] = j;
 	}
 	if (!ws->done_head)
@@ -115,6 +139,7 @@ int bp_rdma_direct_poll(struct bp_rdma_direct *d, struct bp_rdma_job **done,
 {
 	struct bpi_rdma_worker *ws;
 	int64_t deadline = -1;
+	uint64_t cap = 0;
 
 	if (!d || (max && !done) || max > INT_MAX)
 		return -EINVAL;
@@ -128,7 +153,7 @@ int bp_rdma_direct_poll(struct bp_rdma_direct *d, struct bp_rdma_job **done,
 		if (!busy && !ws->done_head)
 			return 0; /* nothing posted: nothing to wait for */
 		if (moved) {
-			bpi_backoff_reset(&ws->backoff);
+			bpi_rdma_moved(ws);
 			continue;
 		}
 		if (timeout_ns > 0) {
@@ -138,10 +163,12 @@ int bp_rdma_direct_poll(struct bp_rdma_direct *d, struct bp_rdma_job **done,
 				deadline = t + timeout_ns;
 			else if (t >= deadline)
 				return 0;
+			cap = (uint64_t)(deadline - t);
 		}
 		/* BUSY: poll again at once; SPIN_SLEEP: a back-off step;
-		 * EVENT: the CQs' fds, up to event_timeout_ns */
-		bpi_rdma_wait(ws, NULL);
+		 * EVENT: the CQs' fds, up to event_timeout_ns; neither past
+		 * the deadline */
+		bpi_rdma_wait(ws, NULL, cap);
 	}
 }
 

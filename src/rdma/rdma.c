@@ -86,6 +86,7 @@ static int open_worker(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	ws->r = r;
 	ws->id = id;
 	ws->epfd = -1;
+	ws->idle_epfd = -1;
 	ws->intake_fd = -1;
 	bpi_backoff_reset(&ws->backoff);
 	ws->done = calloc(BPI_RDMA_DONE_CAP, sizeof(*ws->done));
@@ -97,6 +98,11 @@ static int open_worker(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	if (event || c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP) {
 		ws->epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (ws->epfd < 0)
+			return -errno;
+	}
+	if (event) {
+		ws->idle_epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (ws->idle_epfd < 0)
 			return -errno;
 	}
 	for (unsigned k = 0; k < c->rails; k++) {
@@ -197,7 +203,7 @@ int bp_rdma_create(const struct bp_rdma_config *c, struct bp_rdma **out)
 		goto fail;
 	memset(r->workers, 0, c->workers * sizeof(*r->workers));
 	for (unsigned i = 0; i < c->workers; i++)
-		r->workers[i].epfd = -1;
+		r->workers[i].epfd = r->workers[i].idle_epfd = -1;
 	rc = bpi_mrcache_create(&r->mrs);
 	if (rc)
 		goto fail;
@@ -342,9 +348,21 @@ int bp_rdma_peer_gone(struct bp_rdma *r, int id)
 	return st == PEER_GONE ? 0 : -EINVAL;
 }
 
+/* Give back the slots [0, n) bp_rdma_register took. */
+static void register_release(struct bp_rdma *r, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		/* release: the next owner's acquire sees what was done */
+		atomic_store_explicit(&r->workers[i].owner, BPI_OWNER_NONE,
+				      memory_order_release);
+}
+
 int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 		     const struct bp_rdma_mem *mem)
 {
+	struct bpi_user_reg u = {.addr = addr, .len = len};
+	int rc = 0;
+
 	if (!r || !addr || !len ||
 	    (mem && mem->iface != BP_RDMA_MEM_SYSTEM &&
 	     mem->iface != BP_RDMA_MEM_CUDA))
@@ -355,44 +373,86 @@ int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 			"created with hmem (FI_HMEM)");
 		return -EOPNOTSUPP;
 	}
-	/* acquire: pairs with rdma_init's release */
-	if (atomic_load_explicit(&r->started, memory_order_acquire)) {
-		bpi_log(&r->log, BP_LOG_ERROR,
-			"bp_rdma_register: the pipeline is running (its "
-			"workers own the domains): register before "
-			"bp_pipeline_start, or pass buffers as they are "
-			"(the registration cache takes them)");
-		return -EBUSY;
-	}
-	if (!r->mr_local && (!mem || mem->iface == BP_RDMA_MEM_SYSTEM))
-		return 0; /* the provider wants no local descriptors */
-	for (unsigned i = 0; i < r->cfg.workers; i++)
-		for (unsigned k = 0; k < r->cfg.rails; k++) {
-			struct fid_mr *mr;
-			int rc = 0;
+	/*
+	 * Every slot, for the call: a pipeline's worker or a direct handle
+	 * taking one meanwhile gets -EBUSY instead of sharing its rails.
+	 */
+	for (unsigned i = 0; i < r->cfg.workers; i++) {
+		int free_slot = BPI_OWNER_NONE;
 
-			/* closed by an abort: bound registrations need it */
-			if (r->workers[i].rails[k].closed)
+		/* acq_rel: the slot's state is its last owner's, whole */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &r->workers[i].owner, &free_slot,
+			    BPI_OWNER_REGISTER, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			register_release(r, i);
+			bpi_log(&r->log, BP_LOG_ERROR,
+				"bp_rdma_register: worker slot %u is in use "
+				"(%s owns its domains): register before "
+				"bp_pipeline_start or bp_rdma_direct_open, or "
+				"pass buffers as they are (the registration "
+				"cache takes them)",
+				i,
+				free_slot == BPI_OWNER_DIRECT
+					? "a bp_rdma_direct handle"
+				: free_slot == BPI_OWNER_WORKER
+					? "a running pipeline's worker"
+					: "another bp_rdma_register");
+			return -EBUSY;
+		}
+	}
+	if (!r->mr_local && (!mem || mem->iface == BP_RDMA_MEM_SYSTEM)) {
+		register_release(r, r->cfg.workers);
+		return 0; /* the provider wants no local descriptors */
+	}
+	if (mem) {
+		u.has_mem = true;
+		u.mem = *mem;
+	}
+	if (r->nregs == r->regs_cap) {
+		unsigned cap = r->regs_cap ? 2 * r->regs_cap : 8;
+		struct bpi_user_reg *n = realloc(r->regs, cap * sizeof(*n));
+
+		if (!n) {
+			register_release(r, r->cfg.workers);
+			return -ENOMEM;
+		}
+		r->regs = n;
+		r->regs_cap = cap;
+	}
+	for (unsigned i = 0; !rc && i < r->cfg.workers; i++)
+		for (unsigned k = 0; !rc && k < r->cfg.rails; k++) {
+			struct bpi_rail *rl = &r->workers[i].rails[k];
+
+			/* closed by an abort, or lost: opening it registers
+			 * what came before; this one follows */
+			if (rl->closed || rl->broken)
 				rc = bpi_rdma_rail_reopen(r, &r->workers[i], k);
 			if (!rc)
-				rc = bpi_fab_mr_reg(&r->workers[i].rails[k].fab,
-						addr, len, FI_READ | FI_WRITE,
-						mem, &r->log, &mr);
-
-			if (!rc)
-				rc = bpi_mrcache_add(
-					r->mrs, i * r->cfg.rails + k,
-					(uintptr_t)addr, len, mr, NULL);
-			if (rc)
-				return rc;
+				rc = bpi_rdma_rail_register(r, i, k, &u);
 		}
-	return 0;
+	if (!rc)
+		r->regs[r->nregs++] = u; /* a rail opened anew registers it */
+	register_release(r, r->cfg.workers);
+	return rc;
 }
 
 void bp_rdma_destroy(struct bp_rdma *r)
 {
 	if (!r)
 		return;
+	for (unsigned i = 0; r->workers && i < r->cfg.workers; i++)
+		/* acquire: pairs with the owners' release at their end */
+		if (atomic_load_explicit(&r->workers[i].owner,
+					 memory_order_acquire) !=
+		    BPI_OWNER_NONE)
+			bpi_log(&r->log, BP_LOG_ERROR,
+				"bp_rdma_destroy: worker slot %u is still "
+				"owned (a running pipeline's worker or an "
+				"open bp_rdma_direct handle): destroy the "
+				"pipeline, close the handle first; freeing "
+				"anyway",
+				i);
 	/* registrations first: they belong to the domains closed below */
 	bpi_mrcache_destroy(r->mrs);
 	if (r->workers) {
@@ -410,6 +470,8 @@ void bp_rdma_destroy(struct bp_rdma *r)
 			}
 			if (ws->epfd >= 0)
 				close(ws->epfd);
+			if (ws->idle_epfd >= 0)
+				close(ws->idle_epfd);
 			free(ws->done);
 			free(ws->batch);
 			free(ws->baddr);
@@ -430,6 +492,7 @@ void bp_rdma_destroy(struct bp_rdma *r)
 	if (r->info)
 		fi_freeinfo(r->info);
 	free((void *)r->cfg.fallback_cpus);
+	free(r->regs);
 	pthread_mutex_destroy(&r->stall_lock);
 	free(r);
 }

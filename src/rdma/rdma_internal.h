@@ -78,12 +78,12 @@ long bpi_shm_addr_pid(const void *addr, size_t len);
 int bpi_fab_open(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		 bool wait_fd, const struct bpi_logger *l, struct bpi_fab *f);
 void bpi_fab_close(struct bpi_fab *f);
+/* Close a rail's endpoint, AV and CQ, keeping the fabric and domain. */
+void bpi_fab_close_ep(struct bpi_fab *f);
 /*
  * Close f's endpoint, CQ and AV and open new ones in the same domain (a
  * rail whose operations will never complete). On failure f has none.
  */
-/* Close a rail's endpoint, AV and CQ, keeping the fabric and domain. */
-void bpi_fab_close_ep(struct bpi_fab *f);
 int bpi_fab_reopen_ep(struct fi_info *info, unsigned cq_size, unsigned av_count,
 		      bool wait_fd, const struct bpi_logger *l,
 		      struct bpi_fab *f);
@@ -233,6 +233,15 @@ struct bpi_rdma_worker {
 	 * intake fd (bp_worker_intake_fd), intake_fd, -1 if not added */
 	int epfd;
 	int intake_fd;
+	/*
+	 * EVENT: a set with the intake fd alone, and the waits since the
+	 * last pass that moved something: a provider whose CQ fd says ready
+	 * with nothing to reap (tcp with an operation in flight) would make
+	 * the wait a spin; past two such waits the worker backs off as in
+	 * SPIN_SLEEP, on this set, instead (wait_event)
+	 */
+	int idle_epfd;
+	unsigned empty_waits;
 	struct bpi_backoff backoff; /* SPIN_SLEEP */
 	/* when the pipeline's abort reached this worker (rdma_cancel), 0
 	 * before: from then on, a rail whose operations complete nothing for
@@ -286,28 +295,35 @@ enum bpi_site {
 
 /*
  * After an abort, how long a rail's operations in flight may complete
- * nothing before they are cancelled and the endpoint reopened: long enough
+ * nothing before they are cancelled and the endpoint closed: long enough
  * for a live peer to complete something (a 1 MiB write takes under 1 ms
  * on loopback), short enough that an abort with a dead peer returns well
  * within 100 ms instead of after peer_timeout_ns.
  */
 #define BPI_RDMA_ABORT_QUIET_NS 20000000
 
-enum { BPI_OWNER_NONE = 0, BPI_OWNER_WORKER, BPI_OWNER_DIRECT };
+enum {
+	BPI_OWNER_NONE = 0,
+	BPI_OWNER_WORKER,
+	BPI_OWNER_DIRECT,
+	BPI_OWNER_REGISTER /* bp_rdma_register, for its call */
+};
 
 /*
  * The stage's engine (stage.c), driven by a pipeline worker's callbacks or
  * by a direct handle (direct.c; w is then NULL): take jobs in and post;
  * one pass of reaping and posting (returns the jobs that moved, *busy the
  * rails that had work); the wait cq_wait asks for after a pass that moved
- * nothing; cancel the queued jobs (and, from then on, operations that
+ * nothing (one wait, at most cap_ns when that is not 0); cancel the queued jobs (and, from then on, operations that
  * complete nothing for BPI_RDMA_ABORT_QUIET_NS).
  */
 void bpi_rdma_take(struct bpi_rdma_worker *ws, struct bp_worker *w,
 		   struct bp_rdma_job *const *jobs, unsigned n);
 unsigned bpi_rdma_pass(struct bpi_rdma_worker *ws, struct bp_worker *w,
 		       unsigned *busy);
-void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w);
+void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		   uint64_t cap_ns);
+void bpi_rdma_moved(struct bpi_rdma_worker *ws);
 void bpi_rdma_cancel(struct bpi_rdma_worker *ws, struct bp_worker *w);
 /* A slot's start of use by a worker or a direct handle (stage.c). */
 void bpi_rdma_slot_start(struct bp_rdma *r, struct bpi_rdma_worker *ws);
@@ -315,6 +331,10 @@ void bpi_rdma_slot_start(struct bp_rdma *r, struct bpi_rdma_worker *ws);
 /* Open a rail's endpoint anew (stage.c); the caller owns the rail. */
 int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			 unsigned k);
+
+struct bpi_user_reg;
+int bpi_rdma_rail_register(struct bp_rdma *r, unsigned id, unsigned k,
+			   const struct bpi_user_reg *u);
 
 /* Completed jobs a worker collects before handing them off (stage.c). */
 #define BPI_RDMA_DONE_CAP 256
@@ -351,7 +371,31 @@ struct bp_rdma {
 				domains */
 	/* stall reports (cold): two stoppers may report at once */
 	pthread_mutex_t stall_lock;
+	/*
+	 * What bp_rdma_register registered, so that an endpoint opened anew
+	 * (bpi_rdma_rail_reopen) registers it again in its slot space.
+	 * Written by bp_rdma_register while it owns every slot
+	 * (BPI_OWNER_REGISTER), read by a slot's owner: the owner words'
+	 * release and acquire order them.
+	 */
+	struct bpi_user_reg *regs;
+	unsigned nregs, regs_cap;
 };
+
+struct bpi_user_reg {
+	void *addr;
+	size_t len;
+	bool has_mem;
+	struct bp_rdma_mem mem;
+};
+
+/* A worker slot's rail's registrations in the cache: one slot space per
+ * endpoint generation (a reopened endpoint starts a new one). */
+static inline uint32_t bpi_mr_slot(const struct bp_rdma *r, unsigned id,
+				   unsigned k, uint32_t gen)
+{
+	return (gen * r->cfg.workers + id) * r->cfg.rails + k;
+}
 
 /* The stage's stall_report callback (stall.c): which worker is stuck in
  * one call out of the stage, and where. Sleeps 20 ms to look twice. */

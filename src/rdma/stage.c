@@ -262,7 +262,7 @@ static int local_desc(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	uintptr_t a = (uintptr_t)j->buf;
 	const struct bpi_mr_entry *e = rl->last_mr;
 	/* a reopened endpoint starts a new slot space (see reset_rail) */
-	uint32_t slot = (rl->gen * r->cfg.workers + ws->id) * r->cfg.rails + k;
+	uint32_t slot = bpi_mr_slot(r, ws->id, k, rl->gen);
 
 	if (!e || a < e->base || a + j->len > e->base + e->len) {
 		e = bpi_mrcache_find(r->mrs, slot, a, j->len);
@@ -642,6 +642,24 @@ int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	rl->last_mr = NULL;
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
+	/* what the application registered, in the new slot space */
+	for (unsigned i = 0; !rc && i < r->nregs; i++)
+		rc = bpi_rdma_rail_register(r, ws->id, k, &r->regs[i]);
+	return rc;
+}
+
+/* One registration of the application's on one rail, in its slot space. */
+int bpi_rdma_rail_register(struct bp_rdma *r, unsigned id, unsigned k,
+			   const struct bpi_user_reg *u)
+{
+	struct bpi_rail *rl = &r->workers[id].rails[k];
+	struct fid_mr *mr;
+	int rc = bpi_fab_mr_reg(&rl->fab, u->addr, u->len, FI_READ | FI_WRITE,
+				u->has_mem ? &u->mem : NULL, &r->log, &mr);
+
+	if (!rc)
+		rc = bpi_mrcache_add(r->mrs, bpi_mr_slot(r, id, k, rl->gen),
+				     (uintptr_t)u->addr, u->len, mr, NULL);
 	return rc;
 }
 
@@ -674,6 +692,23 @@ static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 				       : -ETIMEDOUT;
 	int rc = 0;
 
+	/*
+	 * The endpoint goes first: until it is closed the provider owns the
+	 * operations' contexts (hdr.op_context, FI_CONTEXT2), which the
+	 * jobs' next owner may write (done_add's FIFO link, a sink that
+	 * resubmits); after it, no completion can name them.
+	 */
+	if (why == RESET_ABORT) {
+		if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
+			epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
+		out_enter(ws, SITE_CLOSE);
+		bpi_fab_close_ep(&rl->fab);
+		out_leave(ws);
+		rl->closed = true;
+		rl->quiet_since = rl->eagain_since = 0;
+	} else {
+		rc = bpi_rdma_rail_reopen(r, ws, k);
+	}
 	for (unsigned i = 0; i < r->cfg.credits; i++) {
 		struct bp_rdma_job *j = rl->flight[i];
 
@@ -691,23 +726,13 @@ static void reset_rail(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	for (unsigned i = 0; i < r->cfg.credits; i++)
 		rl->free_slot[i] = i;
 	queued = fail_queued_down(r, ws, w, rl, -EHOSTUNREACH);
-	if (why == RESET_ABORT) {
-		if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
-			epoll_ctl(ws->epfd, EPOLL_CTL_DEL, rl->fab.cq_fd, NULL);
-		out_enter(ws, SITE_CLOSE);
-		bpi_fab_close_ep(&rl->fab);
-		out_leave(ws);
-		rl->closed = true;
-		rl->quiet_since = rl->eagain_since = 0;
+	if (why == RESET_ABORT)
 		bpi_log(&r->log, BP_LOG_WARN,
 			"worker %u rail %u: abort: %u operations in flight "
 			"completed nothing for %u ms: cancelled (whether "
 			"their bytes landed is unknown), endpoint closed",
 			ws->id, k, stuck, BPI_RDMA_ABORT_QUIET_NS / 1000000);
-		return;
-	}
-	rc = bpi_rdma_rail_reopen(r, ws, k);
-	if (why == RESET_GONE)
+	else if (why == RESET_GONE)
 		bpi_log(&r->log, BP_LOG_WARN,
 			"worker %u rail %u: %u operations in flight to peers "
 			"told gone (bp_rdma_peer_gone), nothing else: failed, "
@@ -898,22 +923,77 @@ static unsigned reap(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 }
 
 /*
+ * One sleep of at most ns in epoll: epoll_pwait2 (ns resolution), or,
+ * where the kernel lacks it (before 5.11), epoll_wait with the time
+ * rounded up to whole milliseconds.
+ */
+static void epoll_sleep(int epfd, struct epoll_event *ev, int max, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
+			      .tv_nsec = (long)(ns % 1000000000)};
+
+	if (epoll_pwait2(epfd, ev, max, &ts, NULL) >= 0 || errno != ENOSYS)
+		return;
+	epoll_wait(epfd, ev, max, (int)((ns + 999999) / 1000000));
+}
+
+/* How long one wait may last: cq_wait's step, cut to the caller's limit
+ * (cap_ns, 0: none) and, aborting, to a quarter of the abort's quiet. */
+static uint64_t wait_cap(const struct bpi_rdma_worker *ws, uint64_t ns,
+			 uint64_t cap_ns)
+{
+	if (cap_ns && ns > cap_ns)
+		ns = cap_ns;
+	/* aborting: look at the clock often enough for abort_quiet */
+	if (ws->cancel_ns && ns > BPI_RDMA_ABORT_QUIET_NS / 4)
+		ns = BPI_RDMA_ABORT_QUIET_NS / 4;
+	return ns;
+}
+
+/*
+ * SPIN_SLEEP, past the spin (and EVENT, when the CQ fds do not block): one
+ * sleep of the back-off, cut short by a job submitted meanwhile (the
+ * intake fd, alone in set epfd).
+ */
+static void wait_backoff(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+			 struct bp_worker *w, int epfd, uint64_t cap_ns)
+{
+	uint64_t ns = bpi_backoff_next(&ws->backoff, r->cfg.spin_ns,
+				       r->cfg.sleep_max_ns);
+	struct epoll_event ev;
+
+	if (!ns)
+		return;
+	ns = wait_cap(ws, ns, cap_ns);
+	if (ws->intake_fd < 0 || epfd < 0) {
+		struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
+				      .tv_nsec = (long)(ns % 1000000000)};
+
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (bp_worker_intake_arm(w))
+		return; /* jobs to take: no sleep */
+	epoll_sleep(epfd, &ev, 1, ns);
+	bp_worker_intake_disarm(w);
+}
+
+/*
  * EVENT: sleep on the CQs' wait fds, if every busy rail agrees to, and on
  * the pipeline's intake fd: a job submitted meanwhile wakes the worker to
  * post it, instead of waiting for a completion or event_timeout_ns.
  */
 static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws,
-		       struct bp_worker *w)
+		       struct bp_worker *w, uint64_t cap_ns)
 {
 	struct epoll_event ev[BP_RDMA_MAX_RAILS + 1];
-	uint64_t ns = r->cfg.event_timeout_ns;
-	struct timespec ts;
+	uint64_t ns = wait_cap(ws, r->cfg.event_timeout_ns, cap_ns);
 
-	/* aborting: look at the clock often enough for abort_quiet */
-	if (ws->cancel_ns && ns > BPI_RDMA_ABORT_QUIET_NS / 4)
-		ns = BPI_RDMA_ABORT_QUIET_NS / 4;
-	ts.tv_sec = (time_t)(ns / 1000000000);
-	ts.tv_nsec = (long)(ns % 1000000000);
+	if (++ws->empty_waits > 2) {
+		/* the CQ fds did not block: back off, intake still wakes */
+		wait_backoff(r, ws, w, ws->idle_epfd, cap_ns);
+		return;
+	}
 	if (ws->intake_fd >= 0 && bp_worker_intake_arm(w))
 		return; /* jobs to take: no sleep */
 	for (unsigned k = 0; k < r->cfg.rails; k++) {
@@ -933,32 +1013,7 @@ static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			return;
 		}
 	}
-	epoll_pwait2(ws->epfd, ev, BP_RDMA_MAX_RAILS + 1, &ts, NULL);
-	bp_worker_intake_disarm(w);
-}
-
-/*
- * SPIN_SLEEP, past the spin: one sleep of the back-off, cut short by a job
- * submitted meanwhile (the intake fd, alone in epfd here).
- */
-static void wait_backoff(struct bp_rdma *r, struct bpi_rdma_worker *ws,
-			 struct bp_worker *w)
-{
-	uint64_t ns = bpi_backoff_next(&ws->backoff, r->cfg.spin_ns,
-				       r->cfg.sleep_max_ns);
-	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
-			      .tv_nsec = (long)(ns % 1000000000)};
-	struct epoll_event ev;
-
-	if (!ns)
-		return;
-	if (ws->intake_fd < 0) {
-		nanosleep(&ts, NULL);
-		return;
-	}
-	if (bp_worker_intake_arm(w))
-		return; /* jobs to take: no sleep */
-	epoll_pwait2(ws->epfd, &ev, 1, &ts, NULL);
+	epoll_sleep(ws->epfd, ev, BP_RDMA_MAX_RAILS + 1, ns);
 	bp_worker_intake_disarm(w);
 }
 
@@ -987,22 +1042,33 @@ static void intake_add(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			ws->id, bp_strerror(fd < 0 ? fd : -errno));
 		return;
 	}
+	if (ws->idle_epfd >= 0 &&
+	    epoll_ctl(ws->idle_epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, fd, NULL);
+		bpi_log(&r->log, BP_LOG_WARN,
+			"worker %u: no intake fd (%s): new jobs wait for the "
+			"end of each completion wait",
+			ws->id, bp_strerror(-errno));
+		return;
+	}
 	ws->intake_fd = fd;
 }
 
 /*
  * A slot taken by a worker or a direct handle: no abort pending, and the
- * endpoints an abort before closed are opened again.
+ * endpoints an abort before closed (or that could not be reopened) are
+ * opened again.
  */
 void bpi_rdma_slot_start(struct bp_rdma *r, struct bpi_rdma_worker *ws)
 {
 	ws->cancel_ns = 0;
 	for (unsigned k = 0; k < r->cfg.rails; k++)
-		if (ws->rails[k].closed && bpi_rdma_rail_reopen(r, ws, k))
+		if ((ws->rails[k].closed || ws->rails[k].broken) &&
+		    bpi_rdma_rail_reopen(r, ws, k))
 			bpi_log(&r->log, BP_LOG_ERROR,
 				"worker %u rail %u: the endpoint closed by an "
-				"abort could not be opened again: the rail "
-				"takes no jobs",
+				"abort, or lost, could not be opened again: "
+				"the rail takes no jobs",
 				ws->id, k);
 }
 
@@ -1049,8 +1115,12 @@ static void rdma_fini(void *state, struct bp_worker *w)
 	struct bpi_rdma_worker *ws = state;
 
 	/* the fd is the pipeline's, the set outlives it */
-	if (ws->intake_fd >= 0)
+	if (ws->intake_fd >= 0) {
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, ws->intake_fd, NULL);
+		if (ws->idle_epfd >= 0)
+			epoll_ctl(ws->idle_epfd, EPOLL_CTL_DEL, ws->intake_fd,
+				  NULL);
+	}
 	ws->intake_fd = -1;
 	/* release: this worker is done with its domains; pairs with
 	 * bp_rdma_register's acquire */
@@ -1133,15 +1203,26 @@ unsigned bpi_rdma_pass(struct bpi_rdma_worker *ws, struct bp_worker *w,
 	return got;
 }
 
-/* After a pass that moved nothing with work left: wait as cq_wait says. */
-void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w)
+/* A pass moved jobs: the waits start over (spin first, the CQ fds). */
+void bpi_rdma_moved(struct bpi_rdma_worker *ws)
+{
+	bpi_backoff_reset(&ws->backoff);
+	ws->empty_waits = 0;
+}
+
+/*
+ * After a pass that moved nothing with work left: wait as cq_wait says,
+ * one wait of at most cap_ns (0: no limit but cq_wait's own).
+ */
+void bpi_rdma_wait(struct bpi_rdma_worker *ws, struct bp_worker *w,
+		   uint64_t cap_ns)
 {
 	struct bp_rdma *r = ws->r;
 
 	if (r->cfg.cq_wait == BP_RDMA_CQ_SPIN_SLEEP)
-		wait_backoff(r, ws, w);
+		wait_backoff(r, ws, w, ws->epfd, cap_ns);
 	else if (r->cfg.cq_wait == BP_RDMA_CQ_EVENT)
-		wait_event(r, ws, w);
+		wait_event(r, ws, w, cap_ns);
 }
 
 static void rdma_poll(void *state, struct bp_worker *w)
@@ -1151,10 +1232,10 @@ static void rdma_poll(void *state, struct bp_worker *w)
 
 	done_flush(ws, w);
 	if (got || !busy) {
-		bpi_backoff_reset(&ws->backoff);
+		bpi_rdma_moved(ws);
 		return;
 	}
-	bpi_rdma_wait(ws, w);
+	bpi_rdma_wait(ws, w, 0);
 }
 
 /*

@@ -417,6 +417,39 @@ static inline int st_node_open(struct st_fix *f, const char *prov,
 	return 0;
 }
 
+/*
+ * The body of a child process that is a peer: a node with 2 rails and a
+ * region of len bytes; the create's result, then the region's description,
+ * to wfd; then it waits to be killed (or stopped). Fork before any
+ * libfabric call in the parent.
+ */
+static inline void st_child_node(const char *prov, int wfd, size_t len)
+{
+	struct bp_rdma_node_config nc;
+	struct bp_rdma_node *n;
+	struct bp_rdma_region *reg;
+	struct bp_rdma_peer_desc d;
+	int rc;
+	void *buf;
+
+	st_env();
+	bp_rdma_node_config_init(&nc);
+	nc.provider = prov;
+	nc.node = st_node_addr(prov);
+	nc.rails = 2;
+	rc = bp_rdma_node_create(&nc, &n);
+	buf = st_alloc(len);
+	if (!rc)
+		rc = bp_rdma_node_expose(n, buf, len, NULL, &reg);
+	if (!rc)
+		bp_rdma_region_describe(reg, &d);
+	if (write(wfd, &rc, sizeof(rc)) != sizeof(rc) ||
+	    (!rc && write(wfd, &d, sizeof(d)) != sizeof(d)))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
 /* The stage config the tests start from: 2 workers, f's rails. */
 static inline void st_rdma_config(const struct st_fix *f,
 				  struct bp_rdma_config *c)

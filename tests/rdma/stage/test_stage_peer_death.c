@@ -187,33 +187,6 @@ static bool provider_hang(struct st_fix *f, const char *name, char (*rep)[256],
 
 /* ------------------------------------------------------------- peers */
 
-/* The child: a node and a region, its description to the pipe, wait. */
-static void child_main(const char *prov, int wfd)
-{
-	struct bp_rdma_node_config nc;
-	struct bp_rdma_node *n;
-	struct bp_rdma_region *reg;
-	struct bp_rdma_peer_desc d;
-	int rc;
-	void *buf;
-
-	st_env();
-	bp_rdma_node_config_init(&nc);
-	nc.provider = prov;
-	nc.node = st_node_addr(prov);
-	nc.rails = 2;
-	rc = bp_rdma_node_create(&nc, &n);
-	buf = st_alloc(RLEN);
-	if (!rc)
-		rc = bp_rdma_node_expose(n, buf, RLEN, NULL, &reg);
-	if (!rc)
-		bp_rdma_region_describe(reg, &d);
-	if (write(wfd, &rc, sizeof(rc)) != sizeof(rc) ||
-	    (!rc && write(wfd, &d, sizeof(d)) != sizeof(d)))
-		_exit(1);
-	for (;;)
-		pause();
-}
 
 static int read_full(int fd, void *buf, size_t len, int timeout_ms)
 {
@@ -512,7 +485,7 @@ int main(int argc, char **argv)
 		pid = fork(); /* before any libfabric call in this process */
 		if (pid == 0) {
 			close(p[0]);
-			child_main(prov, p[1]);
+			st_child_node(prov, p[1], RLEN);
 		}
 		close(p[1]);
 		rc = read_full(p[0], &crc, sizeof(crc), 30000);
