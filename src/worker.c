@@ -400,8 +400,13 @@ int bp_worker_intake_arm(struct bp_worker *w)
 	bpi_waitq_prepare_fd(q);
 	if (bpi_ring_ready(w->p->ingress)) {
 		bpi_waitq_cancel_fd(q);
-		/* closed meanwhile with nothing left: as above */
-		return bp_ring_count(w->p->ingress) ? 1 : 0;
+		/* closed meanwhile with nothing left: as above; anything else
+		 * (a job, perhaps taken by another worker since) says look
+		 * again rather than sleep unarmed */
+		return bp_ring_is_closed(w->p->ingress) &&
+				       !bp_ring_count(w->p->ingress)
+			       ? 0
+			       : 1;
 	}
 	w->intake_armed = true;
 	return 0;

@@ -31,8 +31,10 @@ struct bp_job {
 	uint32_t stage_word;
 	/*
 	 * The pipeline's own word: it marks a job as submitted and not yet
-	 * completed, so that a stage completing a job twice is refused.
-	 * Nobody else writes it; reserved_ is never read.
+	 * completed, so that a stage completing a job twice is refused. A
+	 * bp_rdma_direct handle (no pipeline) marks its jobs out and back
+	 * in it the same way. Nobody else writes it; reserved_ is never
+	 * read.
 	 */
 	uint32_t pipeline_word;
 	uint32_t reserved_;

@@ -161,7 +161,9 @@ enum bp_rdma_cq_wait {
 	BP_RDMA_CQ_SPIN_SLEEP = 1,
 	/* block on the completion queue's wait object (FI_WAIT_FD + epoll)
 	 * for at most event_timeout_ns; -EOPNOTSUPP at create on providers
-	 * without one (shm) */
+	 * without one (shm). Where the fd says ready with nothing to reap
+	 * (or fi_trywait refuses) twice in a row, back off as SPIN_SLEEP
+	 * does until a pass moves something */
 	BP_RDMA_CQ_EVENT = 2,
 	/* EVENT where the provider has a wait object, SPIN_SLEEP elsewhere
 	 * (the node's default: a tcp target wakes on incoming traffic, while
@@ -259,7 +261,8 @@ const struct bp_stage *bp_rdma_stage(const struct bp_rdma *r);
  * post: queue jobs (set as for the stage: bp_rdma_job_set) and post what
  * the credits allow; returns n. A job refused (a bad field, a peer gone)
  * comes back from poll with its status, as every job does. -EINVAL (NULL),
- * -EPIPE after cancel (logged).
+ * -EPIPE after cancel (logged), -EBUSY (logged) when a job is out already
+ * (posted and not yet back, or twice in the call): none is taken then.
  * poll: one pass of reaping and posting, then up to max finished jobs
  * into done (each with hdr.status set as in the table above); returns how
  * many. With none yet it waits as cq_wait says (BUSY polls, SPIN_SLEEP
@@ -339,8 +342,11 @@ int bp_rdma_peer_gone(struct bp_rdma *r, int id);
  * without locks) until bp_rdma_destroy; such buffers must stay mapped
  * while the stage lives. mem NULL: system memory. Returns 0, -EINVAL
  * (NULL, len 0, or unknown iface), -EOPNOTSUPP (the provider has no FI_HMEM
- * for a device iface), -EBUSY (the pipeline is running: the workers own the
- * domains; register before bp_pipeline_start), or the provider's error.
+ * for a device iface), -EBUSY (logged: a worker slot is owned, by a
+ * running pipeline's worker or an open bp_rdma_direct handle, or another
+ * register holds it: register before bp_pipeline_start or
+ * bp_rdma_direct_open), or the provider's error. The stage keeps what it
+ * registered and registers it again on an endpoint opened anew.
  */
 int bp_rdma_register(struct bp_rdma *r, void *addr, size_t len,
 		     const struct bp_rdma_mem *mem);

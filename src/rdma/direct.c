@@ -67,8 +67,6 @@ int bp_rdma_direct_open(struct bp_rdma *r, unsigned slot,
 		free(d);
 		return -EBUSY;
 	}
-	/* release: bp_rdma_register's acquire sees the domains taken */
-	atomic_fetch_add_explicit(&r->started, 1, memory_order_release);
 	d->r = r;
 	d->ws = ws;
 	ws->direct = true;
@@ -148,14 +146,14 @@ int bp_rdma_direct_poll(struct bp_rdma_direct *d, struct bp_rdma_job **done,
 		unsigned busy, moved = bpi_rdma_pass(ws, NULL, &busy);
 		unsigned n = pop_done(ws, done, max);
 
+		if (moved)
+			bpi_rdma_moved(ws); /* the waits start over */
 		if (n || !max || timeout_ns == 0)
 			return (int)n;
 		if (!busy && !ws->done_head)
 			return 0; /* nothing posted: nothing to wait for */
-		if (moved) {
-			bpi_rdma_moved(ws);
+		if (moved)
 			continue;
-		}
 		if (timeout_ns > 0) {
 			int64_t t = bpi_now_ns();
 
@@ -205,9 +203,6 @@ int bp_rdma_direct_close(struct bp_rdma_direct *d)
 	}
 	ws->direct = false;
 	ws->cancel_ns = 0;
-	/* release: this handle is done with the slot's domains; pairs with
-	 * bp_rdma_register's acquire */
-	atomic_fetch_sub_explicit(&r->started, 1, memory_order_release);
 	/* release: the next owner's acquire sees the slot as left here */
 	atomic_store_explicit(&ws->owner, BPI_OWNER_NONE, memory_order_release);
 	free(d);

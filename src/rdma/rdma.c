@@ -56,8 +56,8 @@ static int check_config(const struct bp_rdma_config *c)
 		return invalid(c, "max_peers (1..65536)");
 	if (c->cq_wait > BP_RDMA_CQ_AUTO)
 		return invalid(c, "cq_wait");
-	if ((c->cq_wait == BP_RDMA_CQ_SPIN_SLEEP ||
-	     c->cq_wait == BP_RDMA_CQ_AUTO) &&
+	/* EVENT backs off with it too, where the CQ fds do not block */
+	if (c->cq_wait != BP_RDMA_CQ_BUSY &&
 	    (c->sleep_max_ns < 1000 || c->sleep_max_ns > 1000000000))
 		return invalid(c, "sleep_max_ns (1 us .. 1 s)");
 	if ((c->cq_wait == BP_RDMA_CQ_EVENT || c->cq_wait == BP_RDMA_CQ_AUTO) &&

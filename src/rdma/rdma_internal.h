@@ -367,8 +367,6 @@ struct bp_rdma {
 	 * before it completes): BP_RDMA_JOB_DELIVERED costs nothing extra */
 	bool completes_delivered;
 	bool watch_pids; /* shm: peers' processes watched (bpi_peer.pidfd) */
-	_Atomic int started; /* workers between init and fini: they own the
-				domains */
 	/* stall reports (cold): two stoppers may report at once */
 	pthread_mutex_t stall_lock;
 	/*

@@ -642,9 +642,12 @@ int bpi_rdma_rail_reopen(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 	rl->last_mr = NULL;
 	rl->gen++;
 	rl->quiet_since = rl->eagain_since = 0;
-	/* what the application registered, in the new slot space */
+	/* what the application registered, in the new slot space; a rail
+	 * that cannot have it takes no jobs (they would miss it) */
 	for (unsigned i = 0; !rc && i < r->nregs; i++)
 		rc = bpi_rdma_rail_register(r, ws->id, k, &r->regs[i]);
+	if (rc)
+		rl->broken = true;
 	return rc;
 }
 
@@ -927,14 +930,16 @@ static unsigned reap(struct bp_rdma *r, struct bpi_rdma_worker *ws,
  * where the kernel lacks it (before 5.11), epoll_wait with the time
  * rounded up to whole milliseconds.
  */
-static void epoll_sleep(int epfd, struct epoll_event *ev, int max, uint64_t ns)
+static int epoll_sleep(int epfd, struct epoll_event *ev, int max, uint64_t ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
 			      .tv_nsec = (long)(ns % 1000000000)};
+	int n = epoll_pwait2(epfd, ev, max, &ts, NULL);
 
-	if (epoll_pwait2(epfd, ev, max, &ts, NULL) >= 0 || errno != ENOSYS)
-		return;
-	epoll_wait(epfd, ev, max, (int)((ns + 999999) / 1000000));
+	/* ENOSYS: an old kernel; EPERM: a seccomp filter that lacks it */
+	if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+		return n;
+	return epoll_wait(epfd, ev, max, (int)((ns + 999999) / 1000000));
 }
 
 /* How long one wait may last: cq_wait's step, cut to the caller's limit
@@ -988,10 +993,14 @@ static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 {
 	struct epoll_event ev[BP_RDMA_MAX_RAILS + 1];
 	uint64_t ns = wait_cap(ws, r->cfg.event_timeout_ns, cap_ns);
+	int n;
 
-	if (++ws->empty_waits > 2) {
+	if (ws->empty_waits > 2) {
 		/* the CQ fds did not block: back off, intake still wakes */
-		wait_backoff(r, ws, w, ws->idle_epfd, cap_ns);
+		wait_backoff(r, ws, w, ws->idle_epfd,
+			     cap_ns && cap_ns < r->cfg.event_timeout_ns
+				     ? cap_ns
+				     : r->cfg.event_timeout_ns);
 		return;
 	}
 	if (ws->intake_fd >= 0 && bp_worker_intake_arm(w))
@@ -1007,13 +1016,23 @@ static void wait_event(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		rc = fi_trywait(rl->fab.fabric, &fid, 1);
 		out_leave(ws);
 		/* not FI_SUCCESS: completions are there, or the provider must
-		 * make progress first: poll again instead of sleeping */
+		 * make progress first: poll again instead of sleeping (if the
+		 * pass after it moves nothing, that was a wait that did not
+		 * block) */
 		if (rc != FI_SUCCESS) {
+			ws->empty_waits++;
 			bp_worker_intake_disarm(w);
 			return;
 		}
 	}
-	epoll_sleep(ws->epfd, ev, BP_RDMA_MAX_RAILS + 1, ns);
+	n = epoll_sleep(ws->epfd, ev, BP_RDMA_MAX_RAILS + 1, ns);
+	/* a CQ fd said ready (its events carry data 0, the intake fd's its
+	 * number): if the next pass reaps nothing, the fd did not block */
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.fd != ws->intake_fd) {
+			ws->empty_waits++;
+			break;
+		}
 	bp_worker_intake_disarm(w);
 }
 
@@ -1098,8 +1117,6 @@ static int rdma_init(struct bp_worker *w, void **state)
 				: "another pipeline's worker");
 		return -EBUSY;
 	}
-	/* release: bp_rdma_register's acquire sees the domains taken */
-	atomic_fetch_add_explicit(&r->started, 1, memory_order_release);
 	if (r->cfg.pin == BP_RDMA_PIN_RAIL_LOCAL)
 		bpi_pin_rail_local(bpi_fab_rail_info(r->info, 0), id,
 				   r->cfg.fallback_cpus, r->cfg.n_fallback_cpus,
@@ -1122,9 +1139,6 @@ static void rdma_fini(void *state, struct bp_worker *w)
 				  NULL);
 	}
 	ws->intake_fd = -1;
-	/* release: this worker is done with its domains; pairs with
-	 * bp_rdma_register's acquire */
-	atomic_fetch_sub_explicit(&ws->r->started, 1, memory_order_release);
 	/* release: the next owner's acquire sees the slot as left here */
 	atomic_store_explicit(&ws->owner, BPI_OWNER_NONE, memory_order_release);
 }
