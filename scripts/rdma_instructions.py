@@ -29,6 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+# callgrind_annotate's inclusive costs, as the pipeline's count reads them
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from instructions import inclusive  # noqa: E402
+
 WAITS = ("bpi_wait_loop",)  # the library's waits, left out
 
 # What counts as the library: code from its src/ tree (bpbench links the
@@ -84,23 +88,6 @@ def self_costs(path, names):
                 if len(parts) >= 2 and fn is not None:
                     k = (fi or fl, fn)
                     costs[k] = costs.get(k, 0) + int(parts[1])
-    return costs
-
-
-def inclusive(path):
-    """{function: inclusive Ir} (callgrind_annotate)."""
-    out = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100",
-         "--auto=no", path],
-        check=True, capture_output=True, text=True).stdout
-    costs = {}
-    for line in out.splitlines():
-        m = re.match(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S+)", line)
-        if not m or "=>" in line:
-            continue
-        key = m.group(2).rsplit(":", 1)[-1]
-        costs[key] = max(costs.get(key, 0),
-                         int(m.group(1).replace(",", "")))
     return costs
 
 
