@@ -10,7 +10,8 @@
  * take it well before the sleep would have ended (bound: 2 s, x5 under
  * TSAN; a count of a wake-up, not a timing: without the wake the job would
  * wait the whole 10 s). Then the same with several workers (every one
- * asleep in poll, one job each), and the calls' answers:
+ * asleep in poll holding a job, the new jobs as many as they have room
+ * for), and the calls' answers:
  *
  *   - arm returns 1 when jobs wait already (the stage's first poll after
  *     main submitted two jobs at once with max_batch 1), and 0 with nothing
@@ -269,11 +270,16 @@ static void test_wakes_one(void)
 }
 
 /*
- * Every worker asleep in poll with jobs held: each new job is taken. (Which
- * worker takes a job is the pipeline's choice: a woken sleeper in poll may
- * take it before an idle worker does, so jobs go in one at a time until
- * every worker holds one.)
+ * Every worker asleep in poll with jobs held: each new job a worker has
+ * room for is taken. Which worker takes a job is the pipeline's choice (a
+ * job wakes the armed sleepers in poll and an idle worker alike, and any
+ * of them may take it), so the workers take at most SEVERAL_CAP jobs each
+ * (max_inflight): jobs go in one at a time, and once a worker is full the
+ * next must go to another, until every worker holds one. Then as many jobs
+ * go in at once as the workers have room for, and every one is taken.
  */
+#define SEVERAL_CAP 3
+
 static unsigned taken_all(unsigned W)
 {
 	unsigned t = 0;
@@ -285,22 +291,23 @@ static unsigned taken_all(unsigned W)
 
 static void test_wakes_several(void)
 {
-	enum { W = MAXW, N = 48 };
+	enum { W = MAXW, N = W * SEVERAL_CAP + 2 };
 	static struct job jobs[N];
-	struct bp_pipeline *p = open_pipeline(W, HELD_CAP);
-	unsigned n = 0, holding = 0, base;
+	struct bp_pipeline *p = open_pipeline(W, SEVERAL_CAP);
+	unsigned n = 0, holding = 0, base, room = 0;
 	int fd0;
 
 	if (!p)
 		return;
 	memset(jobs, 0, sizeof(jobs));
-	while (holding < W && n + W + 1 < N) {
+	while (holding < W && n < W * SEVERAL_CAP) {
 		int64_t end = pt_now_ns() + 5000000000ll * (PT_TSAN ? 5 : 1);
 
 		submit(p, &jobs[n++]);
 		while (taken_all(W) < n) {
 			if (pt_now_ns() > end) {
 				pt_fail("job %u was not taken", n - 1);
+				finish(p, jobs, N, n);
 				return;
 			}
 			pt_sleep_ms(1);
@@ -315,24 +322,39 @@ static void test_wakes_several(void)
 		finish(p, jobs, N, n);
 		return;
 	}
-	for (unsigned k = 0; k < W; k++)
+	for (unsigned k = 0; k < W; k++) {
+		unsigned t = atomic_load(&wstate[k].taken);
+
+		if (t > SEVERAL_CAP)
+			pt_fail("worker %u took %u jobs, max_inflight %u", k,
+				t, SEVERAL_CAP);
+		else
+			room += SEVERAL_CAP - t;
 		if (!wait_asleep(&wstate[k], 5000))
 			pt_fail("worker %u does not sleep in poll", k);
+	}
 	fd0 = atomic_load(&wstate[0].fd);
 	for (unsigned k = 1; k < W; k++)
 		if (atomic_load(&wstate[k].fd) != fd0)
 			pt_fail("worker %u has another intake fd", k);
+	/* the last job went to a worker that held none: it has room for
+	 * SEVERAL_CAP - 1 more, so at least two new jobs wake sleepers */
+	if (room < SEVERAL_CAP - 1 || n + room >= N) {
+		pt_fail("room for %u jobs after %u", room, n);
+		finish(p, jobs, N, n);
+		return;
+	}
 	base = taken_all(W);
-	for (unsigned i = 0; i < W; i++)
+	for (unsigned i = 0; i < room; i++)
 		submit(p, &jobs[n++]);
 	for (int64_t end = pt_now_ns() + 2000000000ll * (PT_TSAN ? 5 : 1);
-	     taken_all(W) < base + W && pt_now_ns() < end;)
+	     taken_all(W) < base + room && pt_now_ns() < end;)
 		pt_sleep_ms(1);
-	if (taken_all(W) != base + W)
+	if (taken_all(W) != base + room)
 		pt_fail("%u of %u jobs taken with every worker asleep in poll",
-			taken_all(W) - base, W);
-	printf("%u workers asleep in poll: %u new jobs taken\n", W,
-	       taken_all(W) - base);
+			taken_all(W) - base, room);
+	printf("%u workers asleep in poll: %u new jobs taken (room for %u)\n",
+	       W, taken_all(W) - base, room);
 	finish(p, jobs, N, n);
 }
 
