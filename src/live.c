@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live changes of a running pipeline: max_batch, the flush deadline, the
- * workers' wait policy, the stage's context.
+ * workers' wait policy, the stage's context; in a chain, per stage (each
+ * stage has its own live copy, acknowledged by its own workers).
  *
  * What workers read lives in a struct that is replaced, never changed:
  * workers load it each pass (a load and a compare when nothing changed);
@@ -86,7 +87,7 @@ static void wait_ack(struct bp_pipeline *p, struct bp_worker *w, uint64_t gen,
  * callbacks. The acknowledgement below depends on this pipeline's workers
  * alone.
  */
-static int reconfigure(struct bp_pipeline *p,
+static int reconfigure(struct bp_pipeline *p, struct bpi_stage *st,
 		       void (*edit)(struct bpi_live_cfg *, const void *),
 		       const void *arg, const char *what)
 {
@@ -99,7 +100,7 @@ static int reconfigure(struct bp_pipeline *p,
 	/* the previous reconfiguration's writes are visible (acquire) */
 	bpi_spin_lock(&p->reconfig_busy);
 	/* relaxed: only reconfigurations store it, and they are serialised */
-	old = atomic_load_explicit(&p->live, memory_order_relaxed);
+	old = atomic_load_explicit(&st->live, memory_order_relaxed);
 	*nc = *old;
 	nc->gen = old->gen + 1;
 	edit(nc, arg);
@@ -107,11 +108,25 @@ static int reconfigure(struct bp_pipeline *p,
 	 * seq_cst: release for the workers' acquire of the pointer (they see
 	 * nc's fields), and ordered before the loads of cfg_seen in wait_ack
 	 */
-	atomic_store_explicit(&p->live, nc, memory_order_seq_cst);
-	for (unsigned i = 0; i < p->nworkers; i++)
+	atomic_store_explicit(&st->live, nc, memory_order_seq_cst);
+	for (unsigned i = st->first; i < st->first + st->nworkers; i++)
 		wait_ack(p, &p->workers[i], nc->gen, what);
 	free(old);
 	bpi_spin_unlock(&p->reconfig_busy);
+	return 0;
+}
+
+/* reconfigure() every stage, one after another. */
+static int reconfigure_all(struct bp_pipeline *p,
+			   void (*edit)(struct bpi_live_cfg *, const void *),
+			   const void *arg, const char *what)
+{
+	for (unsigned k = 0; k < p->nstages; k++) {
+		int rc = reconfigure(p, &p->stages[k], edit, arg, what);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -152,31 +167,62 @@ static void edit_ctx(struct bpi_live_cfg *c, const void *arg)
 	c->stage_ctx = *(void *const *)arg;
 }
 
-int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
+/* max_batch within 1 .. min(BP_MAX_BATCH, the stage's max_inflight)? */
+static bool batch_fits(struct bp_pipeline *p, const struct bpi_stage *st,
+		       unsigned max_batch, const char *who)
 {
-	if (!p)
-		return -EINVAL;
-	if (max_batch < 1 || max_batch > BP_MAX_BATCH ||
-	    max_batch > p->cfg.max_inflight) {
-		bpi_log(&p->log, BP_LOG_ERROR,
-			"bp_pipeline_set_max_batch: %u is outside 1..%u",
-			max_batch,
-			p->cfg.max_inflight < BP_MAX_BATCH ? p->cfg.max_inflight
-							   : BP_MAX_BATCH);
-		return -EINVAL;
-	}
-	int rc = live_change_check(p, true, "bp_pipeline_set_max_batch");
+	unsigned top = st->max_inflight < BP_MAX_BATCH ? st->max_inflight
+						       : BP_MAX_BATCH;
 
-	if (rc)
-		return rc;
-	rc = reconfigure(p, edit_batch, &max_batch,
-			 "bp_pipeline_set_max_batch");
+	if (max_batch >= 1 && max_batch <= top)
+		return true;
+	bpi_log(&p->log, BP_LOG_ERROR, "%s: %u is outside 1..%u (stage %u)",
+		who, max_batch, top, st->index);
+	return false;
+}
 
-	if (rc == 0)
+/* One stage's max_batch; stage 0's is also the producer handles' batch. */
+static int set_batch(struct bp_pipeline *p, struct bpi_stage *st,
+		     unsigned max_batch, const char *who)
+{
+	int rc = reconfigure(p, st, edit_batch, &max_batch, who);
+
+	if (rc == 0 && st->index == 0)
 		/* relaxed: producers pick it up on their next call */
 		atomic_store_explicit(&p->live_max_batch, max_batch,
 				      memory_order_relaxed);
 	return rc;
+}
+
+int bp_pipeline_set_max_batch(struct bp_pipeline *p, unsigned max_batch)
+{
+	const char *who = "bp_pipeline_set_max_batch";
+	int rc;
+
+	if (!p)
+		return -EINVAL;
+	for (unsigned k = 0; k < p->nstages; k++)
+		if (!batch_fits(p, &p->stages[k], max_batch, who))
+			return -EINVAL;
+	rc = live_change_check(p, true, who);
+	for (unsigned k = 0; rc == 0 && k < p->nstages; k++)
+		rc = set_batch(p, &p->stages[k], max_batch, who);
+	return rc;
+}
+
+int bp_pipeline_set_max_batch_at(struct bp_pipeline *p, unsigned stage,
+				 unsigned max_batch)
+{
+	const char *who = "bp_pipeline_set_max_batch_at";
+	struct bpi_stage *st;
+	int rc;
+
+	if (!p || !(st = bpi_chain_stage(p, stage, who)))
+		return -EINVAL;
+	if (!batch_fits(p, st, max_batch, who))
+		return -EINVAL;
+	rc = live_change_check(p, true, who);
+	return rc ? rc : set_batch(p, st, max_batch, who);
 }
 
 int bp_pipeline_set_flush_deadline(struct bp_pipeline *p, uint64_t ns)
@@ -206,7 +252,8 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
 	int rc = live_change_check(p, true, "bp_pipeline_set_worker_wait");
 
 	return rc ? rc
-		  : reconfigure(p, edit_wait, w, "bp_pipeline_set_worker_wait");
+		  : reconfigure_all(p, edit_wait, w,
+				    "bp_pipeline_set_worker_wait");
 }
 
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
@@ -216,5 +263,19 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx)
 	int rc = live_change_check(p, true, "bp_pipeline_set_stage_ctx");
 
 	return rc ? rc
-		  : reconfigure(p, edit_ctx, &ctx, "bp_pipeline_set_stage_ctx");
+		  : reconfigure(p, &p->stages[0], edit_ctx, &ctx,
+				"bp_pipeline_set_stage_ctx");
+}
+
+int bp_pipeline_set_stage_ctx_at(struct bp_pipeline *p, unsigned stage,
+				 void *ctx)
+{
+	const char *who = "bp_pipeline_set_stage_ctx_at";
+	struct bpi_stage *st;
+	int rc;
+
+	if (!p || !(st = bpi_chain_stage(p, stage, who)))
+		return -EINVAL;
+	rc = live_change_check(p, true, who);
+	return rc ? rc : reconfigure(p, st, edit_ctx, &ctx, who);
 }

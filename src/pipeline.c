@@ -21,110 +21,11 @@
 
 void bpi_pipeline_free(struct bp_pipeline *p)
 {
-	if (p->workers) {
-		for (unsigned i = 0; i < p->nworkers; i++) {
-			struct bp_worker *w = &p->workers[i];
-
-			bp_ring_destroy(w->egress);
-			free(w->buf);
-			free(w->done);
-		}
-		bpi_free_aligned(p->workers, p->nworkers * sizeof(*p->workers),
-				 BP_FALSE_SHARING);
-	}
+	bpi_chain_free(p);
 	bp_ring_destroy(p->ingress);
-	free(p->window);
-	free(p->window_worker);
 	free(p->sink_ended);
 	free(p->sink_credit);
-	free(p->cpus);
-	free(p->live);
 	bpi_free_aligned(p, sizeof(*p), BP_FALSE_SHARING);
-}
-
-/* Each worker's state and egress ring (freed by bpi_pipeline_free). */
-static int create_workers(struct bp_pipeline *p,
-			  const struct bp_pipeline_config *c)
-{
-	p->workers = bpi_alloc_aligned(c->workers * sizeof(*p->workers),
-				       BP_FALSE_SHARING);
-	if (!p->workers)
-		return -ENOMEM;
-	for (unsigned i = 0; i < c->workers; i++) {
-		struct bp_worker *w = &p->workers[i];
-		int rc;
-
-		w->p = p;
-		w->id = i;
-		w->cpu = c->n_worker_cpus ? c->worker_cpus[i % c->n_worker_cpus]
-					  : -1;
-		w->done_cap = c->max_inflight;
-		bpi_waitq_init(&w->progress);
-		/* the worker sleeps and wakes per sink batch: as sink_wq */
-		bpi_waitq_set_waker_fences(&w->progress);
-		w->buf = malloc(c->max_inflight * sizeof(*w->buf));
-		w->done = malloc(c->max_inflight * sizeof(*w->done));
-		/*
-		 * Quiet: the sink sleeps on sink_wq and the worker on its
-		 * progress queue, never on the ring's own queues, so hand-off
-		 * and take use the calls without wake checks.
-		 */
-		rc = bpi_ring_create_at(c->egress_capacity,
-					BP_RING_SP | BP_RING_SC | BP_RING_HWM |
-						BPI_RING_QUIET,
-					0, &w->egress);
-		if (rc || !w->buf || !w->done)
-			return rc ? rc : -ENOMEM;
-	}
-	return 0;
-}
-
-/*
- * The ordered sink's reorder window: workers * max_inflight jobs at most
- * are in it (sink.c), rounded up to a power of two.
- */
-static int create_window(struct bp_pipeline *p,
-			 const struct bp_pipeline_config *c)
-{
-	uint64_t need = (uint64_t)c->workers * c->max_inflight, size = 1;
-
-	while (size < need)
-		size <<= 1;
-	p->window = calloc(size, sizeof(*p->window));
-	p->window_worker = calloc(size, sizeof(*p->window_worker));
-	if (!p->window || !p->window_worker)
-		return -ENOMEM;
-	p->window_mask = size - 1;
-	return 0;
-}
-
-/*
- * How many workers a passed-on wake-up keeps awake at most (worker.c's
- * pass_wake_on): the CPUs they can run on, the distinct worker_cpus, else
- * those of the affinity mask of the thread that starts them (they inherit
- * it). A stage with poll gets no limit: its workers stay awake with jobs in
- * flight that they cannot add to, and the sleepers are the ones that could.
- * Where the mask cannot be read, no limit either.
- */
-static unsigned wake_limit(const struct bp_pipeline *p)
-{
-	const struct bp_pipeline_config *c = &p->cfg;
-	cpu_set_t set;
-	int n;
-
-	if (c->stage->poll)
-		return p->nworkers;
-	CPU_ZERO(&set);
-	if (c->n_worker_cpus) {
-		for (unsigned i = 0; i < c->n_worker_cpus; i++)
-			if (c->worker_cpus[i] >= 0 &&
-			    c->worker_cpus[i] < CPU_SETSIZE)
-				CPU_SET(c->worker_cpus[i], &set);
-	} else if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-		return p->nworkers;
-	}
-	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : p->nworkers;
 }
 
 int bp_pipeline_create(const struct bp_pipeline_config *c,
@@ -143,17 +44,11 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 		return -ENOMEM;
 	p->cfg = *c;
 	p->log = (struct bpi_logger){c->log, c->log_ctx};
-	/* the caller may free or reuse its table (a compound literal in a
-	 * helper's frame) once create returns */
-	p->stage = *c->stage;
-	p->cfg.stage = &p->stage;
-	if (!p->cfg.stage_ctx)
-		p->cfg.stage_ctx = p->stage.ctx; /* the table's own (stage.h) */
-	p->nworkers = c->workers;
 	bpi_waitq_init(&p->start_wq);
 	bpi_waitq_init(&p->sink_wq);
 	bpi_waitq_init(&p->stop_wq);
 	bpi_waitq_init(&p->flush.wq);
+	bpi_waitq_init(&p->gate_wq);
 	/*
 	 * Workers, the sink and blocked producers go to sleep and wake up
 	 * often (more so with more workers than cores): on these queues the
@@ -163,26 +58,7 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 * within noise (41-44 vs 44-47).
 	 */
 	bpi_waitq_set_waker_fences(&p->sink_wq);
-	atomic_init(&p->live_max_batch, c->max_batch);
-	atomic_init(&p->live_flush_ns, bpi_flush_age(c->flush_deadline_ns));
-	rc = -ENOMEM;
-	if (c->n_worker_cpus) {
-		p->cpus = malloc(c->n_worker_cpus * sizeof(int));
-		if (!p->cpus)
-			goto fail;
-		memcpy(p->cpus, c->worker_cpus, c->n_worker_cpus * sizeof(int));
-		p->cfg.worker_cpus = p->cpus;
-	}
-	p->live = malloc(sizeof(*p->live));
-	p->sink_ended = calloc(c->workers, sizeof(*p->sink_ended));
-	p->sink_credit = calloc(c->workers, sizeof(*p->sink_credit));
-	if (!p->live || !p->sink_ended || !p->sink_credit)
-		goto fail;
-	p->live->gen = LIVE_GEN_FIRST;
-	p->live->max_batch = c->max_batch;
-	p->live->worker_wait = c->worker_wait;
-	p->live->stage_ctx = p->cfg.stage_ctx;
-
+	bpi_waitq_set_waker_fences(&p->gate_wq);
 	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
 	if (rc)
 		goto fail;
@@ -198,10 +74,24 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	/* relaxed: before any thread of the pipeline exists */
 	atomic_store_explicit(&p->room_need, ROOM_NOBODY,
 			      memory_order_relaxed);
-	rc = create_workers(p, c);
-	if (rc == 0 && c->ordered)
-		rc = create_window(p, c);
+	rc = bpi_chain_create(p, c);
 	if (rc)
+		goto fail;
+	/* what producers, stats and the one-stage calls read: stage 0's */
+	p->cfg.stage = &p->stages[0].table;
+	p->cfg.stage_ctx = p->stages[0].create_ctx;
+	p->cfg.max_batch = p->stages[0].max_batch;
+	p->cfg.max_inflight = p->stages[0].max_inflight;
+	p->cfg.workers = p->nworkers;
+	p->cfg.worker_cpus = NULL; /* the stages have copies */
+	p->cfg.n_worker_cpus = 0;
+	p->cfg.stages = NULL;
+	atomic_init(&p->live_max_batch, p->cfg.max_batch);
+	atomic_init(&p->live_flush_ns, bpi_flush_age(c->flush_deadline_ns));
+	rc = -ENOMEM;
+	p->sink_ended = calloc(p->nworkers, sizeof(*p->sink_ended));
+	p->sink_credit = calloc(p->nworkers, sizeof(*p->sink_credit));
+	if (!p->sink_ended || !p->sink_credit)
 		goto fail;
 	*pp = p;
 	return 0;
@@ -263,7 +153,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 		return -EINVAL;
 	}
 	/* before any worker runs: they read it without synchronisation */
-	p->wake_limit = wake_limit(p);
+	bpi_chain_set_wake_limits(p);
 	for (; started < p->nworkers; started++) {
 		struct bp_worker *w = &p->workers[started];
 

@@ -46,10 +46,44 @@ struct bpi_live_cfg {
 	void *stage_ctx;
 };
 
+/*
+ * One stage of the chain as the pipeline runs it (src/chain.c); a
+ * one-stage pipeline is a chain of one. Set by create, read-only after
+ * start but for live and running.
+ */
+struct bpi_stage {
+	struct bp_stage table; /* the caller's, copied */
+	void *create_ctx;      /* the context given to create (stats_json) */
+	unsigned index;
+	unsigned first, nworkers; /* its workers: p->workers[first..+n) */
+	unsigned max_batch;	  /* as created (live: live->max_batch) */
+	unsigned max_inflight;	  /* per worker */
+	unsigned flags;		  /* BP_STAGE_* */
+	/* workers kept awake at most by passed-on wake-ups (worker.c's
+	 * pass_wake_on; set by start) */
+	unsigned wake_limit;
+	/* ordered one-stage pipeline: a worker's credit is what the sink
+	 * delivered (sink.c); otherwise what it handed on */
+	bool by_delivery;
+	/* the next stage takes failed jobs too (BP_STAGE_TAKES_FAILED) */
+	bool next_takes_failed;
+	int *cpus; /* copied worker_cpus, ncpus of them */
+	unsigned ncpus;
+	struct bp_ring *in;   /* ingress (stage 0) or the link in front */
+	struct bp_ring *next; /* the link to the next stage; NULL: last */
+	/* read by the stage's workers each pass; replaced by reconfigure() */
+	_Atomic(struct bpi_live_cfg *) live;
+	/* its workers that have not ended: the last one closes next */
+	_Atomic unsigned running;
+};
+
 struct bp_worker {
 	/* owned by the worker thread */
 	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
-	unsigned id;
+	struct bpi_stage *st; /* its stage */
+	struct bp_ring *in;   /* st->in */
+	unsigned id;	      /* within its stage (bp_worker_id) */
+	unsigned gid;	      /* within p->workers */
 	int cpu; /* -1: not pinned */
 	void *state;
 	struct bp_ring *egress; /* this worker -> sink, single/single */
@@ -70,6 +104,8 @@ struct bp_worker {
 	bool cancel_called;
 	bool pass_on; /* back from an idle wait on ingress: see take_batch */
 	bool intake_armed; /* between bp_worker_intake_arm and _disarm */
+	/* a chain's hand-off left jobs for a full link (worker.c) */
+	bool link_blocked;
 
 	pthread_t thread;
 	bool thread_started;
@@ -103,23 +139,26 @@ enum bpi_pipeline_state {
 
 struct bp_pipeline {
 	/* validated copy; worker_cpus -> cpus, stage -> &stage */
+	/* validated copy; cfg.stage, max_batch, max_inflight: stage 0's */
 	struct bp_pipeline_config cfg;
-	int *cpus;
-	struct bp_stage stage; /* the caller's table may go after create */
 	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
 	struct bp_ring *ingress;
-	struct bp_worker *workers;
+	struct bpi_stage *stages; /* the chain, nstages of them */
+	unsigned nstages;
+	struct bp_worker *workers; /* every stage's, stage by stage */
 	unsigned nworkers;
-	/* workers kept awake at most by passed-on wake-ups: the CPUs they may
-	 * run on (pipeline.c's wake_limit, set by start; worker.c's
-	 * pass_wake_on) */
-	unsigned wake_limit;
+	/*
+	 * A chain's limit on jobs taken from ingress and not yet delivered
+	 * (0: none): stage 0's workers take only while ingress's consumer
+	 * position is less than gate ahead of gate_delivered, which the sink
+	 * advances as it delivers (and wakes gate_wq). An ordered chain has
+	 * one, so that its reorder window never overflows.
+	 */
+	unsigned gate;
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;
 	_Atomic int64_t live_flush_ns; /* saturated at INT64_MAX */
-	/* read by workers each pass; replaced by reconfigure() */
-	_Atomic(struct bpi_live_cfg *) live;
 	_Atomic int
 		reconfig_busy; /* one reconfiguration at a time (cold path) */
 
@@ -160,6 +199,11 @@ struct bp_pipeline {
 	 */
 	alignas(BP_FALSE_SHARING) _Atomic unsigned room_need;
 
+	/* the gate (see above): jobs the sink delivered, mod 2^63; stage
+	 * 0's workers read it, the sink writes it: a line of its own */
+	alignas(BP_FALSE_SHARING) _Atomic uint64_t gate_delivered;
+	struct bpi_waitq gate_wq; /* stage 0 workers held by the gate */
+
 	alignas(BP_FALSE_SHARING) struct bpi_flusher fl;
 	struct bpi_flush flush; /* bp_pipeline_flush (src/flush.h) */
 };
@@ -179,6 +223,18 @@ static inline int64_t bpi_flush_age(uint64_t ns)
 
 /* The config checks of bp_pipeline_create, logged (src/config.c). */
 int bpi_config_check(const struct bp_pipeline_config *c);
+
+/*
+ * The chain (src/chain.c): build p->stages, their links and p->workers
+ * from the checked config (a one-stage config is a chain of one); the
+ * free of what it built; the wake limits start sets.
+ */
+int bpi_chain_create(struct bp_pipeline *p, const struct bp_pipeline_config *c);
+void bpi_chain_free(struct bp_pipeline *p);
+void bpi_chain_set_wake_limits(struct bp_pipeline *p);
+/* The stage of p named by a public call's index, or NULL (logged). */
+struct bpi_stage *bpi_chain_stage(struct bp_pipeline *p, unsigned stage,
+				  const char *who);
 /* Free p and all it owns, threads joined (src/pipeline.c). */
 void bpi_pipeline_free(struct bp_pipeline *p);
 /* room_need when no thread waits for room in ingress */

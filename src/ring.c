@@ -1078,6 +1078,14 @@ uint64_t bpi_ring_enqueued(const struct bp_ring *r)
 	return ((ph >> 1) - r->start) & (BPI_RING_POS_SPACE - 1);
 }
 
+uint64_t bpi_ring_dequeued(const struct bp_ring *r)
+{
+	/* relaxed: a snapshot */
+	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_relaxed);
+
+	return ((ch >> 1) - r->start) & (BPI_RING_POS_SPACE - 1);
+}
+
 uint64_t bpi_ring_reserved_pos(const struct bp_ring *r, uint64_t *count)
 {
 	/* relaxed: see ring_internal.h */

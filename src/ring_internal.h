@@ -91,4 +91,7 @@ int bpi_ring_ready(const struct bp_ring *r);
 /* Items ever reserved for enqueue since creation (mod 2^63). */
 uint64_t bpi_ring_enqueued(const struct bp_ring *r);
 
+/* Items ever claimed by dequeues since creation (mod 2^63); relaxed. */
+uint64_t bpi_ring_dequeued(const struct bp_ring *r);
+
 #endif

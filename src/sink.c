@@ -13,6 +13,11 @@
  * between ingress and delivery, and since workers take ingress positions
  * in order, every seq in [next_seq, newest taken] belongs to one of them.
  * So the window holds workers * max_inflight slots and no more.
+ *
+ * A chain's links do not keep ingress order, so there the bound is the
+ * gate instead (pipeline_internal.h): the sink counts what it delivered in
+ * gate_delivered, stage 0 takes only while it is less than the gate
+ * behind, and the window is the gate plus what stage 0 takes at once.
  */
 #include <errno.h>
 #include <string.h>
@@ -96,6 +101,17 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 	p->cfg.sink(p->cfg.sink_ctx, jobs, n);
 	if (__builtin_expect(flushed, 0))
 		bpi_flush_sink_done(&p->flush);
+	if (__builtin_expect(p->gate != 0, 0)) {
+		/* relaxed: the sink is the only writer; stage 0's workers
+		 * read it as a count (worker.c's gate_room) */
+		atomic_store_explicit(
+			&p->gate_delivered,
+			(atomic_load_explicit(&p->gate_delivered,
+					      memory_order_relaxed) +
+			 n) & SEQ_MASK,
+			memory_order_relaxed);
+		bpi_waitq_wake_all(&p->gate_wq);
+	}
 }
 
 /*
@@ -146,7 +162,7 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 	/* locals: stores through window and credit could alias p's fields */
 	uint64_t next = p->next_seq;
 	unsigned k = 0;
-	bool woke = false;
+	bool woke = false, by_delivery = p->stages[0].by_delivery;
 
 	/* the seqs are in the jobs' lines: fetch them all first (deliver) */
 	for (unsigned i = 0; i < n; i++)
@@ -193,6 +209,10 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 		for (unsigned w = 0; w < p->nworkers; w++) {
 			if (!credit[w])
 				continue;
+			if (!by_delivery) { /* a chain: credit is handed */
+				credit[w] = 0;
+				continue;
+			}
 			/* relaxed: the worker only uses it as a count */
 			atomic_store_explicit(
 				&p->workers[w].delivered,

@@ -134,6 +134,36 @@ int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 	return (int)len;
 }
 
+/* A stage's JSON in the report: its counts, and its own stats_json. */
+static size_t stage_json(const struct bp_pipeline *p,
+			 const struct bpi_stage *st, char *buf, size_t size,
+			 size_t len)
+{
+	uint64_t jobs = 0, batches = 0;
+	long hwm = st->index ? bp_ring_high_water(st->in) : -1;
+	int n;
+
+	for (unsigned i = st->first; i < st->first + st->nworkers; i++) {
+		jobs += bpi_stat_get(&p->workers[i].st_jobs);
+		batches += bpi_stat_get(&p->workers[i].st_batches);
+	}
+	PUT("{\"name\":\"%s\",\"workers\":%u,\"jobs\":%llu,\"batches\":%llu,"
+	    "\"queue_high_water\":%ld,\"stats\":",
+	    st->table.name ? st->table.name : "", st->nworkers,
+	    (unsigned long long)jobs, (unsigned long long)batches,
+	    hwm >= 0 ? hwm : (long)bp_ring_high_water(p->ingress));
+	if (st->table.stats_json) {
+		n = st->table.stats_json(st->create_ctx,
+					 len < size ? buf + len : NULL,
+					 len < size ? size - len : 0);
+		len += n > 0 ? (size_t)n : 0;
+	} else {
+		PUT("null");
+	}
+	PUT("}");
+	return len;
+}
+
 int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size)
 {
 	const struct bp_stage *st;
@@ -157,6 +187,12 @@ int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size)
 	} else {
 		PUT("null");
 	}
-	PUT("}}");
+	PUT("},\"stages\":[");
+	for (unsigned k = 0; k < p->nstages; k++) {
+		if (k)
+			PUT(",");
+		len = stage_json(p, &p->stages[k], buf, size, len);
+	}
+	PUT("]}");
 	return (int)len;
 }

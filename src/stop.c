@@ -37,6 +37,29 @@ static int threads_exited(void *arg)
 	       atomic_load_explicit(&p->sink_exited, memory_order_acquire);
 }
 
+/* A stage's own words on what its jobs wait for, and its link's fill. */
+static void report_stage(struct bp_pipeline *p, const struct bpi_stage *st,
+			 enum bp_log_level lvl, const char *who)
+{
+	const char *name = st->table.name ? st->table.name : "(unnamed)";
+
+	if (st->index > 0 && bp_ring_count(st->in))
+		bpi_log(&p->log, lvl,
+			"%s: stage %u (%s): %u jobs queued in front of it%s",
+			who, st->index, name, bp_ring_count(st->in),
+			bp_ring_is_closed(st->in) ? " (intake ended)" : "");
+	if (st->table.stall_report) {
+		char buf[1024] = "";
+		int n = st->table.stall_report(st->create_ctx, buf,
+					       sizeof(buf));
+
+		buf[sizeof(buf) - 1] = '\0'; /* whatever the stage wrote */
+		if (n > 0)
+			bpi_log(&p->log, lvl, "%s: stage %s: %s%s", who, name,
+				buf, (size_t)n >= sizeof(buf) ? "..." : "");
+	}
+}
+
 /*
  * Log what a stopper waits for: every worker still running with its
  * counts, and the sink. Counters are snapshots of the threads' own stats.
@@ -60,32 +83,39 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 		queued += bp_ring_count(w->egress);
 		if (worker_exited(w))
 			continue;
-		bpi_log(&p->log, lvl,
-			"%s: worker %u: took %llu jobs, completed %llu, handed "
-			"%llu to the sink: %llu still in the stage",
-			who, i, (unsigned long long)taken,
-			(unsigned long long)done, (unsigned long long)h,
-			(unsigned long long)(taken > done ? taken - done : 0));
+		if (p->nstages == 1)
+			bpi_log(&p->log, lvl,
+				"%s: worker %u: took %llu jobs, completed %llu, "
+				"handed %llu to the sink: %llu still in the "
+				"stage",
+				who, i, (unsigned long long)taken,
+				(unsigned long long)done, (unsigned long long)h,
+				(unsigned long long)(taken > done ? taken - done
+								  : 0));
+		else
+			bpi_log(&p->log, lvl,
+				"%s: stage %u (%s) worker %u: took %llu jobs, "
+				"completed %llu, handed on %llu: %llu still in "
+				"the stage",
+				who, w->st->index,
+				w->st->table.name ? w->st->table.name
+						  : "unnamed",
+				w->id, (unsigned long long)taken,
+				(unsigned long long)done, (unsigned long long)h,
+				(unsigned long long)(taken > done ? taken - done
+								  : 0));
 		running++;
 	}
-	if (running && p->stage.stall_report) {
-		char buf[1024] = "";
-		int n = p->stage.stall_report(p->cfg.stage_ctx, buf,
-					      sizeof(buf));
-
-		buf[sizeof(buf) - 1] = '\0'; /* whatever the stage wrote */
-		if (n > 0)
-			bpi_log(&p->log, lvl, "%s: stage %s: %s%s", who,
-				p->stage.name ? p->stage.name : "(unnamed)",
-				buf, (size_t)n >= sizeof(buf) ? "..." : "");
-	}
+	for (unsigned k = 0; running && k < p->nstages; k++)
+		report_stage(p, &p->stages[k], lvl, who);
 	/* acquire: pairs with bpi_thread_exited's release */
 	if (atomic_load_explicit(&p->sink_exited, memory_order_acquire))
 		return;
 	delivered = bpi_stat_get(&p->st_ok) + bpi_stat_get(&p->st_failed) +
 		    bpi_stat_get(&p->st_cancelled);
 	/* ordered: handed to the sink, neither queued nor delivered */
-	window = p->cfg.ordered && handed > queued + delivered
+	window = p->cfg.ordered && p->nstages == 1 &&
+				 handed > queued + delivered
 			 ? handed - queued - delivered
 			 : 0;
 	bpi_log(&p->log, lvl,

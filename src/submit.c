@@ -139,6 +139,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 			js[i]->submit_ns = now;
 			js[i]->status = BP_JOB_OK;
 			js[i]->pipeline_word = JOB_SUBMITTED;
+			js[i]->stage = 0;
 		}
 		return;
 	}
@@ -150,6 +151,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
 		j->pipeline_word = JOB_SUBMITTED;
+		j->stage = 0;
 	}
 }
 

@@ -10,7 +10,10 @@
  *
  * Nothing here is shared with another worker: the only shared writes are
  * the ingress consumer CAS (one per batch) and the egress ring (this
- * worker is its only producer). Counters are the worker's own.
+ * worker is its only producer); in a chain (src/chain.c), the link in
+ * front of the stage instead of ingress, and the link behind it, one
+ * reservation and one publication per batch. Counters are the worker's
+ * own.
  *
  * A worker with nothing to do and nothing in flight waits on the ingress
  * ring's eventcount as its wait policy says, offline meanwhile (a sleeping
@@ -55,7 +58,7 @@ static inline void cfg_refresh(struct bp_worker *w)
 {
 	/* acquire: pairs with reconfigure()'s store: nc's fields are seen */
 	const struct bpi_live_cfg *c =
-		atomic_load_explicit(&w->p->live, memory_order_acquire);
+		atomic_load_explicit(&w->st->live, memory_order_acquire);
 
 	if (__builtin_expect(c == w->cfg, 1))
 		return;
@@ -84,7 +87,7 @@ static void cfg_online(struct bp_worker *w)
 
 	atomic_store_explicit(&w->cfg_seen, LIVE_GEN_FIRST,
 			      memory_order_seq_cst);
-	c = atomic_load_explicit(&w->p->live, memory_order_seq_cst);
+	c = atomic_load_explicit(&w->st->live, memory_order_seq_cst);
 	w->cfg = c;
 	/* release: as in cfg_refresh */
 	atomic_store_explicit(&w->cfg_seen, c->gen, memory_order_release);
@@ -102,7 +105,7 @@ void *bp_worker_stage_ctx(const struct bp_worker *w)
 
 static inline uint64_t credited(const struct bp_worker *w)
 {
-	if (w->p->cfg.ordered)
+	if (w->st->by_delivery)
 		/* relaxed: a count of jobs released, only used as credit */
 		return atomic_load_explicit(&w->delivered,
 					    memory_order_relaxed);
@@ -246,6 +249,70 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 }
 
 /*
+ * A chain's hand-off, for every stage but the last: jobs that go on (ok,
+ * or failed when the next stage takes failed jobs, never cancelled) are
+ * published to the link in one batch, the others go to the sink through
+ * the egress ring, stamped with this stage. The worker has just completed
+ * the jobs, so their lines are in its cache: it reads each status and
+ * re-marks the jobs that go on as submitted for the next stage's
+ * bp_worker_complete (the publication's release orders the store before
+ * the next stage's take). What a full ring leaves stays in done, in the
+ * order the rest of the hand-off expects; link_blocked says a job waits
+ * for the link.
+ */
+static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
+{
+	return j->status == BP_JOB_OK ||
+	       (st->next_takes_failed && j->status != BP_JOB_CANCELLED);
+}
+
+static unsigned hand_off_chain(struct bp_worker *w)
+{
+	const struct bpi_stage *st = w->st;
+	struct bp_job **d = w->done + w->dhead;
+	unsigned n = pending(w), k = 0, on = 0, out = 0;
+	uint64_t pos;
+	int r;
+
+	/* partition: [0, k) go on, [k, n) go to the sink */
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_job *j = d[i];
+
+		if (j->status != BP_JOB_OK)
+			j->stage = st->index;
+		if (goes_on(st, j)) {
+			d[i] = d[k];
+			d[k++] = j;
+		}
+	}
+	if (k && (r = bpi_ring_reserve_burst(st->next, k, &pos)) > 0) {
+		on = (unsigned)r;
+		for (unsigned i = 0; i < on; i++)
+			d[i]->pipeline_word = JOB_SUBMITTED;
+		bpi_ring_publish(st->next, pos, (void *const *)d, on);
+	}
+	if (k < n && (r = bpi_ring_reserve_burst(w->egress, n - k, &pos)) > 0) {
+		out = (unsigned)r;
+		/* quiet: the sink sleeps on sink_wq, woken below */
+		bpi_ring_publish_quiet(w->egress, pos, (void *const *)(d + k),
+				       out);
+		bpi_waitq_wake_all(&w->p->sink_wq);
+	}
+	w->link_blocked = on < k;
+	if (on + out == 0)
+		return 0;
+	/* what is left: d[on, k) and d[k + out, n), made one run */
+	memmove(d + k, d + k + out, (n - k - out) * sizeof(*d));
+	w->dend = w->dhead + n - out;
+	w->dhead += on;
+	if (w->dhead == w->dend)
+		w->dhead = w->dend = 0;
+	w->handed += on + out;
+	bpi_stat_add(&w->st_handed, on + out);
+	return on + out;
+}
+
+/*
  * Hand completed jobs to the sink; returns how many went. bp_pipeline_submit
  * checked every job, so the egress enqueue skips the item check, which would
  * re-read all held jobs on every pass while egress is full.
@@ -253,7 +320,16 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 static unsigned hand_off(struct bp_worker *w)
 {
 	uint64_t pos;
-	int n = bpi_ring_reserve_burst(w->egress, pending(w), &pos);
+	int n;
+
+	if (w->st->next)
+		return hand_off_chain(w);
+	if (__builtin_expect(w->st->index != 0, 0))
+		/* a chain's last stage: name it in the jobs it failed */
+		for (unsigned i = w->dhead; i < w->dend; i++)
+			if (w->done[i]->status != BP_JOB_OK)
+				w->done[i]->stage = w->st->index;
+	n = bpi_ring_reserve_burst(w->egress, pending(w), &pos);
 
 	if (n <= 0)
 		return 0; /* egress full: the sink is behind, retry next pass */
@@ -270,10 +346,13 @@ static unsigned hand_off(struct bp_worker *w)
 	return (unsigned)n;
 }
 
+/* Jobs taken while aborting: not started. One that an earlier stage of
+ * a chain failed (BP_STAGE_TAKES_FAILED) keeps its status. */
 static void cancel_jobs(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		jobs[i]->status = BP_JOB_CANCELLED;
+		if (jobs[i]->status == BP_JOB_OK)
+			jobs[i]->status = BP_JOB_CANCELLED;
 	bp_worker_complete(w, jobs, n);
 }
 
@@ -309,21 +388,22 @@ static int ingress_ready(void *arg)
  * awake: it holds a CPU, and it takes what comes without a wake-up.
  */
 static unsigned workers_asleep(const struct bp_pipeline *p,
-			       struct bpi_waitq *ingress_q)
+			       const struct bpi_stage *st,
+			       struct bpi_waitq *in_q)
 {
-	unsigned n = __atomic_load_n(&ingress_q->sleepers, __ATOMIC_RELAXED);
+	unsigned n = __atomic_load_n(&in_q->sleepers, __ATOMIC_RELAXED);
 
-	for (unsigned i = 0; i < p->nworkers; i++)
+	for (unsigned i = st->first; i < st->first + st->nworkers; i++)
 		n += __atomic_load_n(&p->workers[i].progress.sleepers,
 				     __ATOMIC_RELAXED);
 	/* stale counts may see a worker on both queues at once */
-	return n < p->nworkers ? n : p->nworkers;
+	return n < st->nworkers ? n : st->nworkers;
 }
 
 static inline void pass_wake_on(struct bp_worker *w)
 {
-	struct bp_pipeline *p = w->p;
-	struct bp_ring *in = p->ingress;
+	const struct bpi_stage *st = w->st;
+	struct bp_ring *in = w->in;
 	struct bpi_waitq *q = bpi_ring_not_empty(in);
 
 	w->pass_on = false;
@@ -337,11 +417,12 @@ static inline void pass_wake_on(struct bp_worker *w)
 	 * for the sink, which wakes it; each one that goes to sleep on
 	 * ingress arms the queue in its own bpi_waitq_prepare and looks at
 	 * ingress once more first. (wake_limit is nworkers, no limit, for a
-	 * stage with poll: see pipeline.c.) Once per wait, so the walk over
-	 * the workers' queues is not on the per-batch path.
+	 * stage with poll: see chain.c.) Once per wait, so the walk over
+	 * the workers' queues is not on the per-batch path. (Ingress, or the
+	 * link in front of a later stage of a chain: the stage's own.)
 	 */
-	if (p->wake_limit < p->nworkers &&
-	    p->nworkers - workers_asleep(p, q) >= p->wake_limit)
+	if (st->wake_limit < st->nworkers &&
+	    st->nworkers - workers_asleep(w->p, st, q) >= st->wake_limit)
 		return;
 	bpi_waitq_pass_on(q, ingress_ready, in);
 }
@@ -353,13 +434,37 @@ static inline void pass_wake_on(struct bp_worker *w)
  * understates the room, so it is read again only when the room it gives
  * falls short of a whole batch.
  */
+/*
+ * The gate of a chain (pipeline_internal.h): how many more jobs stage 0
+ * may take from ingress before the sink delivers some. relaxed: counts
+ * only; the jobs travel through the rings, which order them.
+ */
+static unsigned gate_room(const struct bp_worker *w)
+{
+	const struct bp_pipeline *p = w->p;
+	uint64_t taken = bpi_ring_dequeued(p->ingress);
+	uint64_t done = atomic_load_explicit(&p->gate_delivered,
+					     memory_order_relaxed);
+	uint64_t out = (taken - done) & SEQ_MASK;
+
+	return out < p->gate ? p->gate - (unsigned)out : 0;
+}
+
 static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 {
-	unsigned max = w->p->cfg.max_inflight;
+	unsigned max = w->st->max_inflight;
 	unsigned room;
 
-	if (!w->p->cfg.ordered)
-		return max - (unsigned)(w->taken - w->handed);
+	if (!w->st->by_delivery) {
+		room = max - (unsigned)(w->taken - w->handed);
+		if (__builtin_expect(w->p->gate != 0, 0) &&
+		    w->st->index == 0 && room) {
+			unsigned g = gate_room(w);
+
+			room = g < room ? g : room;
+		}
+		return room;
+	}
 	room = max - (unsigned)(w->taken - w->delivered_seen);
 	if (room < batch) {
 		/* relaxed: a count of jobs released, only used as credit */
@@ -374,7 +479,7 @@ int bp_worker_intake_fd(struct bp_worker *w)
 {
 	if (!w)
 		return -EINVAL;
-	return bpi_waitq_fd(bpi_ring_not_empty(w->p->ingress));
+	return bpi_waitq_fd(bpi_ring_not_empty(w->in));
 }
 
 /*
@@ -392,19 +497,18 @@ int bp_worker_intake_arm(struct bp_worker *w)
 		return 0; /* armed already, or could take nothing */
 	/* intake closed and empty: no job can come (bpi_ring_ready below
 	 * says yes to the end of the stream too), sleep unarmed */
-	if (bp_ring_is_closed(w->p->ingress) && !bp_ring_count(w->p->ingress))
+	if (bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
 		return 0;
-	q = bpi_ring_not_empty(w->p->ingress);
+	q = bpi_ring_not_empty(w->in);
 	if (bpi_waitq_fd(q) < 0)
 		return 0; /* no descriptor: the stage sleeps as before */
 	bpi_waitq_prepare_fd(q);
-	if (bpi_ring_ready(w->p->ingress)) {
+	if (bpi_ring_ready(w->in)) {
 		bpi_waitq_cancel_fd(q);
 		/* closed meanwhile with nothing left: as above; anything else
 		 * (a job, perhaps taken by another worker since) says look
 		 * again rather than sleep unarmed */
-		return bp_ring_is_closed(w->p->ingress) &&
-				       !bp_ring_count(w->p->ingress)
+		return bp_ring_is_closed(w->in) && !bp_ring_count(w->in)
 			       ? 0
 			       : 1;
 	}
@@ -417,7 +521,7 @@ void bp_worker_intake_disarm(struct bp_worker *w)
 	if (!w || !w->intake_armed)
 		return;
 	w->intake_armed = false;
-	bpi_waitq_cancel_fd(bpi_ring_not_empty(w->p->ingress));
+	bpi_waitq_cancel_fd(bpi_ring_not_empty(w->in));
 	/* a wake-one queue may have woken this worker alone: pass it on at
 	 * the next take, as after an idle wait */
 	w->pass_on = true;
@@ -433,12 +537,22 @@ static int take_batch(struct bp_worker *w)
 
 	if (want == 0)
 		return 0;
-	/* no wake check of the ring's own: threads waiting for room wait
-	 * for a need of theirs, and bpi_ingress_taken wakes them then */
-	n = bpi_ring_dequeue_burst_nowake(p->ingress, (void **)w->buf, want);
-	if (n <= 0)
-		return n;
-	bpi_ingress_taken(p);
+	if (w->in == p->ingress) {
+		/* no wake check of the ring's own: threads waiting for room
+		 * wait for a need of theirs, and bpi_ingress_taken wakes them
+		 * then */
+		n = bpi_ring_dequeue_burst_nowake(p->ingress, (void **)w->buf,
+						  want);
+		if (n <= 0)
+			return n;
+		bpi_ingress_taken(p);
+	} else {
+		/* a link: the previous stage's workers wait for room on its
+		 * not-full queue, which the dequeue wakes */
+		n = bp_ring_dequeue_burst(w->in, (void **)w->buf, want, NULL);
+		if (n <= 0)
+			return n;
+	}
 	if (w->pass_on)
 		pass_wake_on(w);
 	w->taken += (uint64_t)n;
@@ -451,7 +565,7 @@ static int take_batch(struct bp_worker *w)
 	if (atomic_load_explicit(&p->aborting, memory_order_acquire))
 		cancel_jobs(w, w->buf, (unsigned)n);
 	else
-		p->cfg.stage->process(w->state, w, w->buf, (unsigned)n);
+		w->st->table.process(w->state, w, w->buf, (unsigned)n);
 	return n;
 }
 
@@ -460,7 +574,7 @@ static int worker_has_work(void *arg)
 {
 	struct bp_worker *w = arg;
 
-	return bpi_ring_ready(w->p->ingress);
+	return bpi_ring_ready(w->in);
 }
 
 /*
@@ -474,13 +588,27 @@ static int sink_made_progress(void *arg)
 
 	if (pending(w))
 		return bp_ring_free_count(w->egress) > 0;
-	return bp_worker_inflight(w) < w->p->cfg.max_inflight;
+	return bp_worker_inflight(w) < w->st->max_inflight;
+}
+
+/* Wake condition of a chain's worker held back by a full link. */
+static int link_has_room(void *arg)
+{
+	struct bp_worker *w = arg;
+
+	return bp_ring_free_count(w->st->next) > 0;
+}
+
+/* Wake condition of a stage 0 worker held back by the gate. */
+static int gate_open(void *arg)
+{
+	return gate_room(arg) > 0;
 }
 
 static void idle(struct bp_worker *w, bool eos)
 {
 	struct bp_wait_policy pol = w->cfg->worker_wait;
-	struct bpi_waitq *q = bpi_ring_not_empty(w->p->ingress);
+	struct bpi_waitq *q = bpi_ring_not_empty(w->in);
 	int (*ready)(void *) = worker_has_work;
 
 	if (w->taken != w->handed + pending(w)) {
@@ -488,12 +616,23 @@ static void idle(struct bp_worker *w, bool eos)
 		sched_yield();
 		return;
 	}
-	if (pending(w) || bp_worker_inflight(w) >= w->p->cfg.max_inflight) {
+	if (pending(w) && w->link_blocked) {
+		/* held back by the next stage: its takes wake the link's
+		 * not-full queue */
+		q = bpi_ring_not_full(w->st->next);
+		ready = link_has_room;
+	} else if (pending(w) ||
+		   bp_worker_inflight(w) >= w->st->max_inflight) {
 		/* held back by the sink: wait for it as the policy says */
 		q = &w->progress;
 		ready = sink_made_progress;
 	} else if (eos) {
 		return; /* nothing held, stream ended: the loop exits */
+	} else if (__builtin_expect(w->p->gate != 0, 0) &&
+		   w->st->index == 0 && gate_room(w) == 0) {
+		/* held back by the gate: the sink's deliveries open it */
+		q = &w->p->gate_wq;
+		ready = gate_open;
 	}
 	cfg_offline(w);
 	bpi_wait_loop(&pol, q, ready, w, -1);
@@ -527,7 +666,7 @@ void *bpi_worker_main(void *arg)
 {
 	struct bp_worker *w = arg;
 	struct bp_pipeline *p = w->p;
-	const struct bp_stage *st = p->cfg.stage;
+	const struct bp_stage *st = &w->st->table;
 	bool eos = false;
 	int rc = 0;
 
@@ -572,7 +711,7 @@ void *bpi_worker_main(void *arg)
 				 * this one while others sleep.
 				 */
 				bpi_waitq_wake_all_slow(
-					bpi_ring_not_empty(p->ingress));
+					bpi_ring_not_empty(w->in));
 			}
 		}
 		if (pending(w))
@@ -588,6 +727,14 @@ out:
 	/* this worker is its egress ring's only producer: it ends the stream */
 	bp_ring_close(w->egress);
 	bpi_waitq_wake_all_slow(&p->sink_wq);
+	/*
+	 * The last of its stage ends the next stage's intake (close wakes
+	 * its sleepers). acq_rel: the last one's close comes after every
+	 * other worker's publications to the link, which it acquires.
+	 */
+	if (w->st->next && atomic_fetch_sub_explicit(&w->st->running, 1,
+						     memory_order_acq_rel) == 1)
+		bp_ring_close(w->st->next);
 	cfg_offline(w);
 	bpi_thread_exited(p, &w->exited);
 	return NULL;

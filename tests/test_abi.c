@@ -24,6 +24,7 @@ _Static_assert(offsetof(struct bp_job, status) == 16, "bp_job.status");
 _Static_assert(offsetof(struct bp_job, stage_word) == 20, "bp_job.stage_word");
 _Static_assert(offsetof(struct bp_job, pipeline_word) == 24,
 	       "bp_job.pipeline_word");
+_Static_assert(offsetof(struct bp_job, stage) == 28, "bp_job.stage");
 _Static_assert(offsetof(struct bp_job, op_context) == 32, "bp_job.op_context");
 /* on the caller's stack, filled by the zero-copy calls */
 _Static_assert(sizeof(struct bp_ring_zc) == 56, "struct bp_ring_zc size");
@@ -31,8 +32,12 @@ _Static_assert(sizeof(struct bp_wait_policy) == 12, "bp_wait_policy size");
 /* caller-allocated, grown only into their reserved_ tails */
 _Static_assert(sizeof(struct bp_pipeline_config) == 224,
 	       "struct bp_pipeline_config size");
-_Static_assert(offsetof(struct bp_pipeline_config, reserved_) == 160,
+_Static_assert(offsetof(struct bp_pipeline_config, stages) == 160,
+	       "bp_pipeline_config.stages");
+_Static_assert(offsetof(struct bp_pipeline_config, reserved_) == 176,
 	       "bp_pipeline_config.reserved_");
+_Static_assert(sizeof(struct bp_chain_stage) == 80,
+	       "struct bp_chain_stage size");
 _Static_assert(sizeof(struct bp_pipeline_stats) == 2304,
 	       "struct bp_pipeline_stats size");
 _Static_assert(sizeof(struct bp_stage) == 88, "struct bp_stage size");

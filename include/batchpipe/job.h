@@ -33,11 +33,18 @@ struct bp_job {
 	 * The pipeline's own word: it marks a job as submitted and not yet
 	 * completed, so that a stage completing a job twice is refused. A
 	 * bp_rdma_direct handle (no pipeline) marks its jobs out and back
-	 * in it the same way. Nobody else writes it; reserved_ is never
-	 * read.
+	 * in it the same way. Nobody else writes it.
 	 */
 	uint32_t pipeline_word;
-	uint32_t reserved_;
+	/*
+	 * The stage of a chain that failed or cancelled the job (written by
+	 * the pipeline; meaningful when status is not BP_JOB_OK): 0 in a
+	 * one-stage pipeline. In a chain, the last stage that handed the
+	 * job on with a failure: a later stage with BP_STAGE_TAKES_FAILED
+	 * that leaves it failed takes its place (its process sees the
+	 * earlier one here).
+	 */
+	uint32_t stage;
 	/*
 	 * Per-operation context for an asynchronous stage: room and alignment
 	 * for libfabric's struct fi_context2 (8 pointers), so an RDMA stage can

@@ -67,6 +67,59 @@ enum bp_thread_role {
 typedef void bp_thread_hook(void *thread_ctx, enum bp_thread_role role,
 			    unsigned index);
 
+/*
+ * ------------------------------------------------------ chains of stages
+ *
+ *   producers -> [ingress] -> stage 0 workers -> [link] -> stage 1 workers
+ *      -> ... -> stage N-1 workers -> [egress per worker] -> sink
+ *
+ * Each stage has its own stage table and context, its own workers, batch
+ * size, in-flight limit and CPUs. A worker of stage k hands its completed
+ * batch to stage k+1 itself, through the link in front of stage k+1: a
+ * ring of the library's, one reservation and one publication per batch
+ * (never an atomic per job), with no other thread in between. The stages
+ * run concurrently; a job is in one stage at a time.
+ *
+ * Failures: a job that a stage completes with a status other than
+ * BP_JOB_OK skips the later stages and goes to the sink from that stage's
+ * worker, with its status, and job->stage says which stage that was;
+ * unless the next stage has BP_STAGE_TAKES_FAILED, which gets the failed
+ * jobs too (a cancelled job always skips). Every accepted job reaches the
+ * sink exactly once, as in a one-stage pipeline.
+ *
+ * Order: ordered output is submission order end to end, whatever order
+ * the stages complete jobs in. An ordered chain bounds the jobs between
+ * ingress and delivery by chain_max_inflight (the sink's reorder window);
+ * an unordered chain does so only when chain_max_inflight is set.
+ *
+ * bp_worker_id() is the worker's index within its stage (0..workers-1),
+ * so a stage that keeps per-worker slots (the RDMA stage) works at any
+ * place in a chain. Drain finishes the stages in order: stage k+1's
+ * intake ends when every worker of stage k has ended. Abort cancels what
+ * every stage has not started.
+ */
+#define BP_MAX_STAGES 16
+
+/* bp_chain_stage.flags */
+#define BP_STAGE_TAKES_FAILED 0x1u /* also take jobs an earlier stage failed */
+
+struct bp_chain_stage {
+	const struct bp_stage *stage; /* required (copied by create) */
+	void *stage_ctx;   /* NULL: stage->ctx */
+	unsigned workers;  /* 1..BP_MAX_WORKERS */
+	unsigned max_batch;    /* 0: the config's max_batch */
+	unsigned max_inflight; /* per worker, 0: the config's max_inflight */
+	/* jobs queued in front of this stage: stage 0's is the config's
+	 * ingress_capacity, and this must be 0 there; later stages' links
+	 * (0: ingress_capacity) */
+	unsigned capacity;
+	unsigned flags; /* BP_STAGE_TAKES_FAILED */
+	/* optional pinning, as the config's worker_cpus */
+	unsigned n_worker_cpus;
+	const int *worker_cpus;
+	uint64_t reserved_[4]; /* zero */
+};
+
 struct bp_pipeline_config {
 	unsigned workers;	   /* 1..BP_MAX_WORKERS (default 2) */
 	unsigned ingress_capacity; /* jobs queued before workers (default 4096)
@@ -121,6 +174,21 @@ struct bp_pipeline_config {
 	void *thread_ctx;
 
 	/*
+	 * optional: a chain of stages (see "chains of stages" below) instead
+	 * of the one stage above. With n_stages > 0, stage must be NULL, and
+	 * workers, worker_cpus, n_worker_cpus and stage_ctx are not used:
+	 * each entry has its own; max_batch and max_inflight are the defaults
+	 * of entries that leave theirs 0. The array is copied by create.
+	 */
+	const struct bp_chain_stage *stages;
+	unsigned n_stages; /* 0..BP_MAX_STAGES */
+	/*
+	 * a chain's limit on jobs taken from ingress and not yet delivered
+	 * (0: unordered, none; ordered, the sum of workers * max_inflight
+	 * over the stages); a one-stage pipeline must leave it 0
+	 */
+	unsigned chain_max_inflight;
+	/*
 	 * Room for fields of later versions, so that the struct keeps its
 	 * size (callers allocate it). bp_pipeline_config_init zeroes it, and
 	 * it must stay zero: bp_pipeline_create returns -EINVAL (logged) when
@@ -128,7 +196,7 @@ struct bp_pipeline_config {
 	 * sets a field this library does not know gets. A field added here
 	 * means "as before" when zero.
 	 */
-	uint64_t reserved_[8];
+	uint64_t reserved_[6];
 };
 
 /* Fill *c with the defaults above (stage and sink left NULL). NULL is
@@ -305,6 +373,19 @@ int bp_pipeline_set_worker_wait(struct bp_pipeline *p,
  */
 int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 
+/*
+ * A chain's live changes, per stage (0..n_stages-1; -EINVAL, logged, for
+ * another index): as above, waiting for that stage's workers only.
+ * bp_pipeline_set_max_batch sets every stage's (each within its own
+ * max_inflight), bp_pipeline_set_worker_wait every stage's policy, and
+ * bp_pipeline_set_stage_ctx stage 0's context. Stage 0's max_batch is
+ * also the producer handles' batch.
+ */
+int bp_pipeline_set_max_batch_at(struct bp_pipeline *p, unsigned stage,
+				 unsigned max_batch);
+int bp_pipeline_set_stage_ctx_at(struct bp_pipeline *p, unsigned stage,
+				 void *ctx);
+
 /* ----------------------------------------------------------- producers */
 /*
  * A producer handle stages jobs in a buffer of its own and submits them as
@@ -387,6 +468,8 @@ int bp_producer_destroy(struct bp_producer *pr);
 struct bp_pipeline_stats {
 	uint64_t submitted; /* jobs accepted by bp_pipeline_submit */
 	uint64_t ok, failed, cancelled; /* delivered to the sink, by status */
+	/* a chain's are summed over its stages (a job counts once per
+	 * stage it is taken by): bp_pipeline_report_json has each stage's */
 	uint64_t worker_batches;	/* dequeues that returned jobs */
 	uint64_t worker_jobs;		/* jobs taken by workers */
 	uint64_t sink_batches;		/* sink callback calls */
@@ -415,9 +498,14 @@ int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 			   size_t size);
 
 /*
- * The pipeline's statistics and its stage's, as one JSON object
- * {"pipeline":{..},"stage":{"name":"..","stats":{..} or null}}: snprintf
- * rules (returns the length needed, excluding the NUL), -EINVAL.
+ * The pipeline's statistics and its stages', as one JSON object
+ * {"pipeline":{..},"stage":{"name":"..","stats":{..} or null},
+ *  "stages":[{"name":"..","workers":W,"jobs":N,"batches":N,
+ *             "queue_high_water":N,"stats":{..} or null}, ..]}
+ * ("stage" is stage 0; "stages" has every stage of the chain, one for a
+ * one-stage pipeline; queue_high_water is the fullest that the ring in
+ * front of the stage, ingress or a link, has been): snprintf rules
+ * (returns the length needed, excluding the NUL), -EINVAL.
  */
 int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size);
 

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pipeline_chain - chains of stages (bp_pipeline_config.stages).
+ *
+ * Three stages: stage 0 computes a value from the job's seq; stage 1
+ * checks it and fails every job whose seq % FAIL_EVERY == FAIL_AT (-EIO);
+ * stage 2 is asynchronous: it holds the jobs it takes and completes them
+ * from poll in reverse order of taking. Each stage marks the job with its
+ * bit and checks the bits of the stages before it, so a job that skipped a
+ * stage or visited one twice is caught where it happens. With P producers
+ * submitting concurrently, for every mode (unordered, ordered; with and
+ * without BP_STAGE_TAKES_FAILED on stage 2; a small chain_max_inflight):
+ *
+ *   - every job reaches the sink exactly once; the failed ones with -EIO
+ *     and job->stage 1 (or 2 when stage 2 takes failed jobs), having
+ *     skipped stage 2 unless it takes them; the others ok, through all
+ *     three stages in order;
+ *   - ordered: the sink sees seqs in submission order;
+ *   - stage 0 never holds more than the gate allows ahead of the sink;
+ *   - bp_worker_id() is within the worker's stage;
+ *   - the report has every stage, with the jobs each took.
+ *
+ * Then: abort during a live change while producers submit (every job
+ * accounted: ok + failed + cancelled == submitted, cancelled jobs with the
+ * stage that cancelled them), flush racing with producers and with a
+ * drain, live changes per stage (the new stage context is what the stage
+ * sees once the call returned), and the config's misuse (each -EINVAL).
+ * Scaled down under TSAN.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <batchpipe/batchpipe.h>
+
+#include "pt_common.h"
+
+PT_DEFINE_GLOBALS;
+
+#define FAIL_EVERY 7
+#define FAIL_AT	   3
+#define PRODUCERS  4
+#define HOLD	   16 /* stage 2 holds up to this many per worker */
+
+struct job {
+	struct bp_job hdr;
+	uint64_t value;	      /* stage 0 writes, stage 1 checks */
+	atomic_uint visits;   /* bit k: stage k processed it */
+	atomic_int delivered; /* sink */
+};
+
+static uint64_t value_of(uint64_t seq)
+{
+	return seq * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995u;
+}
+
+/* ------------------------------------------------------------ the run */
+
+struct run {
+	struct job *jobs;
+	unsigned n;
+	bool ordered, takes_failed;
+	unsigned gate; /* chain_max_inflight, 0: default */
+	unsigned gate_limit; /* what stage 0 may hold ahead of the sink */
+	atomic_uint delivered, failed, cancelled;
+	atomic_llong next_seq; /* ordered: the seq the sink expects */
+	atomic_llong ahead;    /* stage 0 took, the sink has not delivered */
+	atomic_llong max_ahead;
+	unsigned stage_workers[3];
+	/* what each stage's callbacks may see: ctx, or during a change
+	 * (until the call returned) ctx_old */
+	atomic_uintptr_t ctx[3], ctx_old[3];
+	atomic_int ctx_wrong; /* a callback saw another stage's context */
+	struct prod *prods;   /* the producers, for flush's snapshot */
+};
+
+static struct run R;
+
+static bool mark(struct bp_worker *w, struct job *j, unsigned k)
+{
+	unsigned before = atomic_fetch_or(&j->visits, 1u << k);
+	unsigned want = (1u << k) - 1;
+
+	if (R.takes_failed && k == 2)
+		want = 3; /* failed or not, both before it */
+	if (before != want) {
+		pt_fail("stage %u: job seq %llu came with visits 0x%x, not 0x%x",
+			k, (unsigned long long)j->hdr.seq, before, want);
+		return false;
+	}
+	if (bp_worker_id(w) >= R.stage_workers[k])
+		pt_fail("stage %u: worker id %u of %u", k, bp_worker_id(w),
+			R.stage_workers[k]);
+	return true;
+}
+
+static void check_ctx(struct bp_worker *w, unsigned k)
+{
+	uintptr_t c = (uintptr_t)bp_worker_stage_ctx(w);
+
+	if (c != atomic_load(&R.ctx[k]) && c != atomic_load(&R.ctx_old[k]))
+		atomic_store(&R.ctx_wrong, 1);
+}
+
+static void s0_process(void *state, struct bp_worker *w,
+		       struct bp_job **jobs, unsigned n)
+{
+	long long a;
+
+	(void)state;
+	check_ctx(w, 0);
+	a = atomic_fetch_add(&R.ahead, n) + n;
+	for (long long m = atomic_load(&R.max_ahead); a > m;)
+		if (atomic_compare_exchange_weak(&R.max_ahead, &m, a))
+			break;
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+
+		mark(w, j, 0);
+		j->value = value_of(j->hdr.seq);
+		jobs[i]->status = BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static void s1_process(void *state, struct bp_worker *w,
+		       struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	check_ctx(w, 1);
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+
+		mark(w, j, 1);
+		if (j->value != value_of(j->hdr.seq))
+			pt_fail("stage 1: job seq %llu lost stage 0's value",
+				(unsigned long long)j->hdr.seq);
+		jobs[i]->status = j->hdr.seq % FAIL_EVERY == FAIL_AT
+					  ? -EIO
+					  : BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+/* stage 2: hold, complete in reverse from poll */
+struct s2 {
+	struct bp_job *held[BP_MAX_INFLIGHT > 4096 ? 4096 : BP_MAX_INFLIGHT];
+	unsigned n;
+};
+
+static int s2_init(struct bp_worker *w, void **state)
+{
+	(void)w;
+	*state = calloc(1, sizeof(struct s2));
+	return *state ? 0 : -ENOMEM;
+}
+
+static void s2_fini(void *state, struct bp_worker *w)
+{
+	(void)w;
+	if (((struct s2 *)state)->n)
+		pt_fail("stage 2: fini with %u jobs held",
+			((struct s2 *)state)->n);
+	free(state);
+}
+
+static void s2_process(void *state, struct bp_worker *w,
+		       struct bp_job **jobs, unsigned n)
+{
+	struct s2 *s = state;
+
+	check_ctx(w, 2);
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+
+		mark(w, j, 2);
+		if (jobs[i]->status != BP_JOB_OK &&
+		    (jobs[i]->status != -EIO || jobs[i]->stage != 1))
+			pt_fail("stage 2: a failed job came with status %d "
+				"from stage %u",
+				jobs[i]->status, jobs[i]->stage);
+		s->held[s->n++] = jobs[i];
+	}
+}
+
+static void s2_poll(void *state, struct bp_worker *w)
+{
+	struct s2 *s = state;
+
+	/* reverse order of taking, a few at a time */
+	while (s->n) {
+		struct bp_job *j = s->held[--s->n];
+
+		if (bp_worker_complete(w, &j, 1) != 1)
+			pt_fail("stage 2: complete refused");
+		if (s->n % 5 == 0)
+			break;
+	}
+}
+
+static void s2_cancel(void *state, struct bp_worker *w)
+{
+	struct s2 *s = state;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->held[i]->status == BP_JOB_OK)
+			s->held[i]->status = BP_JOB_CANCELLED;
+	bp_worker_complete(w, s->held, s->n);
+	s->n = 0;
+}
+
+static const struct bp_stage stage0 = {.name = "value",
+				       .process = s0_process};
+static const struct bp_stage stage1 = {.name = "check",
+				       .process = s1_process};
+static const struct bp_stage stage2 = {.name = "reverse",
+				       .init = s2_init,
+				       .process = s2_process,
+				       .poll = s2_poll,
+				       .cancel = s2_cancel,
+				       .fini = s2_fini};
+
+static void sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	atomic_fetch_sub(&R.ahead, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+		unsigned v = atomic_load(&j->visits);
+		int st = jobs[i]->status;
+
+		if (atomic_fetch_add(&j->delivered, 1))
+			pt_fail("job seq %llu delivered twice",
+				(unsigned long long)j->hdr.seq);
+		if (R.ordered) {
+			long long want = atomic_load(&R.next_seq);
+
+			if ((long long)j->hdr.seq != want)
+				pt_fail("ordered: seq %llu delivered, %lld "
+					"expected",
+					(unsigned long long)j->hdr.seq, want);
+			atomic_store(&R.next_seq, (long long)j->hdr.seq + 1);
+		}
+		if (st == BP_JOB_CANCELLED) {
+			atomic_fetch_add(&R.cancelled, 1);
+			if (j->hdr.stage > 2)
+				pt_fail("cancelled in stage %u", j->hdr.stage);
+		} else if (j->hdr.seq % FAIL_EVERY == FAIL_AT) {
+			unsigned want_stage = R.takes_failed ? 2 : 1;
+			unsigned want_v = R.takes_failed ? 7 : 3;
+
+			atomic_fetch_add(&R.failed, 1);
+			if (st != -EIO || j->hdr.stage != want_stage ||
+			    v != want_v)
+				pt_fail("failed job seq %llu: status %d stage "
+					"%u visits 0x%x (want -EIO, %u, 0x%x)",
+					(unsigned long long)j->hdr.seq, st,
+					j->hdr.stage, v, want_stage, want_v);
+		} else if (st != BP_JOB_OK || v != 7) {
+			pt_fail("job seq %llu: status %d visits 0x%x",
+				(unsigned long long)j->hdr.seq, st, v);
+		}
+	}
+	atomic_fetch_add_explicit(&R.delivered, n, memory_order_release);
+}
+
+static void test_log(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	if (getenv("BP_TEST_VERBOSE") || lvl == BP_LOG_ERROR)
+		fprintf(stderr, "[log %d] %s\n", lvl, msg);
+}
+
+static struct bp_pipeline *open_chain(unsigned w0, unsigned w1, unsigned w2,
+				      unsigned B)
+{
+	struct bp_chain_stage cs[3];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	int rc;
+
+	memset(cs, 0, sizeof(cs));
+	cs[0] = (struct bp_chain_stage){
+		.stage = &stage0,
+		.workers = w0,
+		.stage_ctx = (void *)atomic_load(&R.ctx[0])};
+	cs[1] = (struct bp_chain_stage){
+		.stage = &stage1,
+		.workers = w1,
+		.stage_ctx = (void *)atomic_load(&R.ctx[1]),
+		.capacity = 64};
+	cs[2] = (struct bp_chain_stage){
+		.stage = &stage2,
+		.workers = w2,
+		.stage_ctx = (void *)atomic_load(&R.ctx[2]),
+		.max_inflight = HOLD,
+		.max_batch = B < HOLD ? B : HOLD,
+		.flags = R.takes_failed ? BP_STAGE_TAKES_FAILED : 0};
+	R.stage_workers[0] = w0;
+	R.stage_workers[1] = w1;
+	R.stage_workers[2] = w2;
+	bp_pipeline_config_init(&cfg);
+	cfg.stages = cs;
+	cfg.n_stages = 3;
+	cfg.ordered = R.ordered;
+	cfg.max_batch = B;
+	cfg.max_inflight = 256;
+	cfg.ingress_capacity = 512;
+	cfg.chain_max_inflight = R.gate;
+	cfg.sink = sink;
+	cfg.log = test_log;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		pt_fail("chain: %s", bp_strerror(rc));
+		bp_pipeline_destroy(p);
+		return NULL;
+	}
+	/* stage 0's workers may each take up to a batch past the gate */
+	R.gate_limit = R.gate ? R.gate + w0 * B : 0;
+	return p;
+}
+
+static void reset(unsigned n)
+{
+	free(R.jobs);
+	memset(&R, 0, sizeof(R));
+	R.jobs = calloc(n, sizeof(*R.jobs));
+	R.n = n;
+	for (int k = 0; k < 3; k++)
+		atomic_store(&R.ctx[k], (uintptr_t)(0x1000 * (k + 1)));
+}
+
+struct prod {
+	struct bp_pipeline *p;
+	unsigned first, n, B;
+	atomic_uint *accepted;
+	atomic_uint done; /* jobs [first, first + done) accepted */
+};
+
+static void *producer(void *arg)
+{
+	struct prod *a = arg;
+
+	for (unsigned i = 0; i < a->n;) {
+		struct bp_job *h[64];
+		unsigned k = a->n - i < a->B ? a->n - i : a->B;
+		int rc;
+
+		for (unsigned m = 0; m < k; m++)
+			h[m] = &R.jobs[a->first + i + m].hdr;
+		rc = bp_pipeline_submit(a->p, h, k, 0, -1);
+		if (rc == -EPIPE)
+			break; /* aborted */
+		if (rc <= 0) {
+			pt_fail("submit: %s", bp_strerror(rc));
+			break;
+		}
+		atomic_fetch_add(a->accepted, (unsigned)rc);
+		i += (unsigned)rc;
+		atomic_store(&a->done, i);
+	}
+	return NULL;
+}
+
+static unsigned run_producers(struct bp_pipeline *p, unsigned B,
+			      void (*meanwhile)(struct bp_pipeline *))
+{
+	pthread_t t[PRODUCERS];
+	struct prod a[PRODUCERS];
+	atomic_uint accepted = 0;
+	unsigned per = R.n / PRODUCERS;
+
+	for (unsigned i = 0; i < PRODUCERS; i++) {
+		a[i] = (struct prod){p, i * per, per, B > 64 ? 64 : B,
+				     &accepted, 0};
+		pthread_create(&t[i], NULL, producer, &a[i]);
+	}
+	R.prods = a;
+	if (meanwhile)
+		meanwhile(p);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	R.prods = NULL;
+	return atomic_load(&accepted);
+}
+
+/* The report names every stage, with the jobs each took. */
+static void check_report(struct bp_pipeline *p, unsigned n)
+{
+	char buf[16384];
+	int len = bp_pipeline_report_json(p, buf, sizeof(buf));
+	const char *names[3] = {"value", "check", "reverse"};
+	const char *at;
+
+	if (len <= 0 || (size_t)len >= sizeof(buf)) {
+		pt_fail("report: %d", len);
+		return;
+	}
+	at = strstr(buf, "\"stages\":[");
+	for (unsigned k = 0; at && k < 3; k++) {
+		char want[96];
+		unsigned jobs = k < 2 || R.takes_failed
+					? n
+					: n - (unsigned)atomic_load(&R.failed);
+
+		snprintf(want, sizeof(want),
+			 "{\"name\":\"%s\",\"workers\":%u,\"jobs\":%u,",
+			 names[k], R.stage_workers[k], jobs);
+		at = strstr(at, want);
+		if (!at)
+			pt_fail("report: no %s in %s", want, buf);
+	}
+	if (!strstr(buf, "\"stages\":["))
+		pt_fail("report without stages: %s", buf);
+}
+
+static void one_mode(const char *name, bool ordered, bool takes_failed,
+		     unsigned gate, unsigned B, unsigned n)
+{
+	struct bp_pipeline *p;
+	unsigned accepted;
+	int rc;
+
+	reset(n);
+	R.ordered = ordered;
+	R.takes_failed = takes_failed;
+	R.gate = gate;
+	p = open_chain(2, 3, 2, B);
+	if (!p)
+		return;
+	accepted = run_producers(p, B, NULL);
+	rc = bp_pipeline_drain(p);
+	if (rc || accepted != n)
+		pt_fail("%s: drain %s, %u of %u accepted", name, bp_strerror(rc),
+			accepted, n);
+	if (atomic_load(&R.delivered) != n)
+		pt_fail("%s: %u of %u delivered", name,
+			atomic_load(&R.delivered), n);
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load(&R.jobs[i].delivered) != 1)
+			pt_fail("%s: job %u delivered %d times", name, i,
+				atomic_load(&R.jobs[i].delivered));
+	if (atomic_load(&R.failed) != (n + FAIL_EVERY - 1 - FAIL_AT) / FAIL_EVERY)
+		pt_fail("%s: %u failed", name, atomic_load(&R.failed));
+	if (R.gate && atomic_load(&R.max_ahead) > (long long)R.gate_limit)
+		pt_fail("%s: stage 0 held %lld ahead of the sink, gate %u "
+			"(limit %u)",
+			name, (long long)atomic_load(&R.max_ahead), R.gate,
+			R.gate_limit);
+	if (atomic_load(&R.ctx_wrong))
+		pt_fail("%s: a stage saw another stage's context", name);
+	check_report(p, n);
+	printf("%-28s B=%-3u %u jobs, %u failed, most ahead of the sink %lld\n",
+	       name, B, n, atomic_load(&R.failed),
+	       (long long)atomic_load(&R.max_ahead));
+	bp_pipeline_destroy(p);
+}
+
+/* --------------------------------------------- abort during a change */
+
+static void change_then_abort(struct bp_pipeline *p)
+{
+	pt_sleep_ms(5);
+	if (bp_pipeline_set_max_batch_at(p, 1, 2) != 0)
+		pt_fail("set_max_batch_at during the run");
+	atomic_store(&R.ctx_old[2], atomic_load(&R.ctx[2]));
+	atomic_store(&R.ctx[2], 0x7777);
+	if (bp_pipeline_set_stage_ctx_at(p, 2, (void *)0x7777) != 0)
+		pt_fail("set_stage_ctx_at during the run");
+	/* from here on no callback may see the old one */
+	atomic_store(&R.ctx_old[2], 0x7777);
+	if (bp_pipeline_abort(p) != 0)
+		pt_fail("abort");
+}
+
+static void test_abort(void)
+{
+	enum { N = 40000 };
+	struct bp_pipeline *p;
+	unsigned accepted, got;
+	struct bp_pipeline_stats s;
+
+	reset(N);
+	R.ordered = true;
+	p = open_chain(2, 2, 2, 8);
+	if (!p)
+		return;
+	accepted = run_producers(p, 8, change_then_abort);
+	got = atomic_load(&R.delivered);
+	bp_pipeline_get_stats(p, &s);
+	if (got != accepted || s.submitted != accepted ||
+	    s.ok + s.failed + s.cancelled != accepted)
+		pt_fail("abort: %u accepted, %u delivered, stats %llu = %llu + "
+			"%llu + %llu",
+			accepted, got, (unsigned long long)s.submitted,
+			(unsigned long long)s.ok, (unsigned long long)s.failed,
+			(unsigned long long)s.cancelled);
+	for (unsigned i = 0; i < N; i++)
+		if (atomic_load(&R.jobs[i].delivered) > 1)
+			pt_fail("abort: job %u delivered twice", i);
+	if (atomic_load(&R.ctx_wrong))
+		pt_fail("abort: a stage saw a context it was not given");
+	printf("abort during a live change: %u accepted, %u cancelled\n",
+	       accepted, atomic_load(&R.cancelled));
+	bp_pipeline_destroy(p);
+}
+
+/* ------------------------------------------------ flush and drain race */
+
+/*
+ * Every job a producer's submit had returned before the flush began is
+ * delivered when it returns (the snapshot of each producer's count is
+ * taken before the call: those submits returned before it).
+ */
+static void flush_meanwhile(struct bp_pipeline *p)
+{
+	unsigned checked = 0;
+
+	for (int i = 0; i < 20; i++) {
+		unsigned snap[PRODUCERS];
+		int rc;
+
+		for (unsigned k = 0; k < PRODUCERS; k++)
+			snap[k] = atomic_load(&R.prods[k].done);
+		rc = bp_pipeline_flush(p, 20ll * 1000000000);
+		if (rc != 0)
+			pt_fail("flush: %s", bp_strerror(rc));
+		for (unsigned k = 0; k < PRODUCERS; k++)
+			for (unsigned j = 0; j < snap[k]; j++)
+				if (!atomic_load(&R.jobs[R.prods[k].first + j]
+							  .delivered))
+					pt_fail("flush returned before job %u "
+						"(accepted before it) was "
+						"delivered",
+						R.prods[k].first + j);
+		for (unsigned k = 0; k < PRODUCERS; k++)
+			checked += snap[k];
+		pt_sleep_ms(1);
+	}
+	if (!checked)
+		printf("(the flushes came before any job was accepted)\n");
+}
+
+static void test_flush(void)
+{
+	enum { N = 20000 };
+	struct bp_pipeline *p;
+	unsigned accepted;
+	struct bp_job *h;
+	int rc;
+
+	reset(N);
+	R.ordered = false;
+	p = open_chain(1, 2, 1, 4);
+	if (!p)
+		return;
+	accepted = run_producers(p, 4, flush_meanwhile);
+	/* all accepted: one more flush delivers everything */
+	rc = bp_pipeline_flush(p, 20ll * 1000000000);
+	if (rc || atomic_load(&R.delivered) != accepted)
+		pt_fail("flush after the producers: %s, %u of %u delivered",
+			bp_strerror(rc), atomic_load(&R.delivered), accepted);
+	/* intake still open */
+	h = &R.jobs[0].hdr;
+	memset(&R.jobs[0], 0, sizeof(R.jobs[0]));
+	if (bp_pipeline_submit(p, &h, 1, 0, -1) != 1)
+		pt_fail("submit after flush refused");
+	if (bp_pipeline_drain(p) != 0 ||
+	    atomic_load(&R.delivered) != accepted + 1)
+		pt_fail("drain after flush: %u of %u", atomic_load(&R.delivered),
+			accepted + 1);
+	printf("flush racing with producers: %u jobs\n", accepted);
+	bp_pipeline_destroy(p);
+}
+
+/* ------------------------------------------------------------ misuse */
+
+static int nop_errors;
+
+static void count_log(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	(void)msg;
+	if (lvl == BP_LOG_ERROR)
+		nop_errors++;
+}
+
+static void sink_nop(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	(void)jobs;
+	(void)n;
+}
+
+static void expect_invalid(const char *what, struct bp_pipeline_config *cfg)
+{
+	struct bp_pipeline *p = NULL;
+	int before = nop_errors, rc = bp_pipeline_create(cfg, &p);
+
+	if (rc != -EINVAL || p)
+		pt_fail("%s: create returned %d", what, rc);
+	if (nop_errors == before)
+		pt_fail("%s: nothing logged", what);
+}
+
+static void test_misuse(void)
+{
+	struct bp_chain_stage cs[2];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+
+#define FRESH()                                                                \
+	do {                                                                   \
+		memset(cs, 0, sizeof(cs));                                     \
+		cs[0] = (struct bp_chain_stage){.stage = &stage0,              \
+						.workers = 1};                 \
+		cs[1] = (struct bp_chain_stage){.stage = &stage1,              \
+						.workers = 1};                 \
+		bp_pipeline_config_init(&cfg);                                 \
+		cfg.stages = cs;                                               \
+		cfg.n_stages = 2;                                              \
+		cfg.sink = sink_nop;                                           \
+		cfg.log = count_log;                                           \
+	} while (0)
+
+	FRESH();
+	cfg.n_stages = 0;
+	expect_invalid("an empty chain", &cfg);
+	FRESH();
+	cfg.stages = NULL;
+	expect_invalid("no stages with n_stages 2", &cfg);
+	FRESH();
+	cs[1].workers = 0;
+	expect_invalid("a stage with 0 workers", &cfg);
+	FRESH();
+	cfg.stage = &stage0;
+	expect_invalid("stage and stages both", &cfg);
+	FRESH();
+	cs[1].stage = NULL;
+	expect_invalid("a stage without a table", &cfg);
+	FRESH();
+	cfg.n_stages = BP_MAX_STAGES + 1;
+	expect_invalid("too many stages", &cfg);
+	FRESH();
+	cs[0].capacity = 8;
+	expect_invalid("stage 0 with a capacity", &cfg);
+	FRESH();
+	cs[0].flags = BP_STAGE_TAKES_FAILED;
+	expect_invalid("stage 0 taking failed jobs", &cfg);
+	FRESH();
+	cs[1].flags = 0x80;
+	expect_invalid("unknown flags", &cfg);
+	FRESH();
+	cs[1].max_batch = 64;
+	cs[1].max_inflight = 32;
+	expect_invalid("max_inflight below max_batch", &cfg);
+	FRESH();
+	cs[1].reserved_[2] = 1;
+	expect_invalid("reserved_ not zero", &cfg);
+	FRESH();
+	cfg.chain_max_inflight = 4; /* below max_batch 32 */
+	expect_invalid("chain_max_inflight below max_batch", &cfg);
+	FRESH();
+	cfg.stages = NULL;
+	cfg.n_stages = 0;
+	cfg.stage = &stage0;
+	cfg.chain_max_inflight = 64;
+	expect_invalid("chain_max_inflight on one stage", &cfg);
+
+	/* a valid chain: per-stage calls with a bad index */
+	FRESH();
+	if (bp_pipeline_create(&cfg, &p) != 0) {
+		pt_fail("a valid 2-stage chain refused");
+		return;
+	}
+	int before = nop_errors;
+
+	if (bp_pipeline_set_max_batch_at(p, 2, 4) != -EINVAL ||
+	    bp_pipeline_set_stage_ctx_at(p, 5, NULL) != -EINVAL ||
+	    bp_pipeline_set_max_batch_at(p, 1, 0) != -EINVAL ||
+	    bp_pipeline_set_max_batch_at(NULL, 0, 4) != -EINVAL)
+		pt_fail("per-stage calls with a bad stage or value accepted");
+	if (nop_errors < before + 3)
+		pt_fail("per-stage misuse not logged");
+	if (bp_pipeline_set_max_batch_at(p, 1, 4) != 0 ||
+	    bp_pipeline_set_stage_ctx_at(p, 0, &cfg) != 0)
+		pt_fail("per-stage calls before start refused");
+	bp_pipeline_destroy(p);
+#undef FRESH
+}
+
+int main(void)
+{
+	unsigned n = PT_TSAN ? 6000 : 60000;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	pt_watchdog_arm(PT_TSAN ? 600 : 180, "test_pipeline_chain");
+	n = n / PRODUCERS * PRODUCERS;
+	test_misuse();
+	one_mode("unordered", false, false, 0, 32, n);
+	one_mode("unordered B=1", false, false, 0, 1, n / 4);
+	one_mode("ordered", true, false, 0, 32, n);
+	one_mode("ordered B=1", true, false, 0, 1, n / 4);
+	one_mode("takes failed", false, true, 0, 8, n);
+	one_mode("ordered, takes failed", true, true, 0, 8, n);
+	one_mode("ordered, gate 64", true, false, 64, 8, n);
+	one_mode("unordered, gate 64", false, false, 64, 8, n);
+	test_abort();
+	test_flush();
+	free(R.jobs);
+	pt_watchdog_disarm();
+	if (pt_failures()) {
+		printf("FAIL: %u check(s) failed\n", pt_failures());
+		return 1;
+	}
+	printf("PASS\n");
+	return 0;
+}
