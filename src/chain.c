@@ -109,6 +109,39 @@ static int create_stage(struct bp_pipeline *p, struct bpi_stage *st,
 	return 0;
 }
 
+/*
+ * A serial stage after stage 0 (BP_STAGE_SERIAL): its order buffer, as
+ * large as the sink's reorder window, for the same reason (the gate
+ * bounds the seqs in flight); its one worker may hold that many. Every
+ * stage before the last serial one hands every job on (forward_all), and
+ * the stages after such a stage skip the failed ones they do not take
+ * (filter_failed), so the serial stage's seqs come dense.
+ */
+static int create_order(struct bp_pipeline *p, uint64_t size)
+{
+	unsigned last = 0;
+
+	for (unsigned k = 1; k < p->nstages; k++)
+		if (p->stages[k].flags & BP_STAGE_SERIAL)
+			last = k;
+	for (unsigned k = 0; k < last; k++) {
+		p->stages[k].forward_all = true;
+		p->stages[k + 1].filter_failed = true;
+	}
+	for (unsigned k = 1; k < p->nstages; k++) {
+		struct bpi_stage *st = &p->stages[k];
+
+		if (!(st->flags & BP_STAGE_SERIAL))
+			continue;
+		st->order = calloc(size, sizeof(*st->order));
+		if (!st->order)
+			return -ENOMEM;
+		st->order_mask = size - 1;
+		st->max_inflight = (unsigned)size;
+	}
+	return 0;
+}
+
 /* Worker i of stage st: its state and egress ring. */
 static int create_worker(struct bp_pipeline *p, struct bpi_stage *st,
 			 unsigned i)
@@ -150,7 +183,7 @@ static int create_worker(struct bp_pipeline *p, struct bpi_stage *st,
  * take at once past it: each checks the gate, then takes up to its
  * max_inflight.
  */
-static int create_window(struct bp_pipeline *p)
+static uint64_t window_size(const struct bp_pipeline *p)
 {
 	const struct bpi_stage *s0 = &p->stages[0];
 	uint64_t need = (uint64_t)s0->nworkers * s0->max_inflight, size = 1;
@@ -159,6 +192,11 @@ static int create_window(struct bp_pipeline *p)
 		need += p->gate;
 	while (size < need)
 		size <<= 1;
+	return size;
+}
+
+static int create_window(struct bp_pipeline *p, uint64_t size)
+{
 	p->window = calloc(size, sizeof(*p->window));
 	p->window_worker = calloc(size, sizeof(*p->window_worker));
 	if (!p->window || !p->window_worker)
@@ -171,6 +209,7 @@ int bpi_chain_create(struct bp_pipeline *p, const struct bp_pipeline_config *c)
 {
 	unsigned n = c->n_stages ? c->n_stages : 1, total = 0;
 	uint64_t all_inflight = 0;
+	bool serial = false;
 	int rc;
 
 	p->stages = calloc(n, sizeof(*p->stages));
@@ -182,12 +221,14 @@ int bpi_chain_create(struct bp_pipeline *p, const struct bp_pipeline_config *c)
 
 		total += s.workers;
 		all_inflight += (uint64_t)s.workers * s.max_inflight;
+		serial |= k > 0 && (s.flags & BP_STAGE_SERIAL);
 	}
 	if (c->chain_max_inflight)
 		p->gate = c->chain_max_inflight;
-	else if (n > 1 && c->ordered)
+	else if (n > 1 && (c->ordered || serial))
 		p->gate = all_inflight < BP_MAX_RING ? (unsigned)all_inflight
 						     : BP_MAX_RING;
+	p->stage_unset = n > 1 ? BP_JOB_NO_STAGE : 0;
 	p->workers = bpi_alloc_aligned(total * sizeof(*p->workers),
 				       BP_FALSE_SHARING);
 	if (!p->workers)
@@ -198,13 +239,18 @@ int bpi_chain_create(struct bp_pipeline *p, const struct bp_pipeline_config *c)
 		struct bp_chain_stage s = spec_of(c, k);
 
 		rc = create_stage(p, &p->stages[k], &s, k, total);
-		for (unsigned i = 0; rc == 0 && i < s.workers; i++)
-			rc = create_worker(p, &p->stages[k], i);
 		if (rc)
 			return rc;
 		total += s.workers;
 	}
-	return c->ordered ? create_window(p) : 0;
+	/* the serial stages' sizes first: their workers hold that many */
+	if (serial && (rc = create_order(p, window_size(p))) != 0)
+		return rc;
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned i = 0; i < p->stages[k].nworkers; i++)
+			if ((rc = create_worker(p, &p->stages[k], i)) != 0)
+				return rc;
+	return c->ordered ? create_window(p, window_size(p)) : 0;
 }
 
 void bpi_chain_free(struct bp_pipeline *p)
@@ -226,6 +272,7 @@ void bpi_chain_free(struct bp_pipeline *p)
 		if (k > 0)
 			bp_ring_destroy(st->in);
 		free(st->cpus);
+		free(st->order);
 		free(atomic_load_explicit(&st->live, memory_order_relaxed));
 	}
 	free(p->stages);

@@ -112,12 +112,18 @@ static int check_chain_stage(const struct bp_pipeline_config *c, unsigned k)
 	if (s->capacity > BP_MAX_RING)
 		return invalid(c,
 			       STAGE_FIELD("stages[%u].capacity (0..2^24)", k));
-	if (s->flags & ~BP_STAGE_TAKES_FAILED)
+	if (s->flags & ~(BP_STAGE_TAKES_FAILED | BP_STAGE_SERIAL))
 		return invalid(c, STAGE_FIELD("stages[%u].flags (unknown "
 					      "bits 0x%x)",
 					      k,
 					      s->flags &
-						      ~BP_STAGE_TAKES_FAILED));
+						      ~(BP_STAGE_TAKES_FAILED |
+							BP_STAGE_SERIAL)));
+	if ((s->flags & BP_STAGE_SERIAL) && s->workers != 1)
+		return invalid(c, STAGE_FIELD("stages[%u].workers: %u (a "
+					      "serial stage, BP_STAGE_SERIAL, "
+					      "has one)",
+					      k, s->workers));
 	if (k == 0 && (s->flags & BP_STAGE_TAKES_FAILED))
 		return invalid(c, "stages[0].flags (BP_STAGE_TAKES_FAILED: "
 				  "no stage is before it)");

@@ -67,6 +67,21 @@ struct bpi_stage {
 	bool by_delivery;
 	/* the next stage takes failed jobs too (BP_STAGE_TAKES_FAILED) */
 	bool next_takes_failed;
+	/* a serial stage is behind: hand every job on, failed or not, so
+	 * that its seqs come dense (src/chain.c) */
+	bool forward_all;
+	/* failed jobs come in (the stage before forwards all): those this
+	 * stage does not take skip process */
+	bool filter_failed;
+	/*
+	 * BP_STAGE_SERIAL after stage 0: its one worker files what it takes
+	 * by seq in order[] and processes the run from order_next, so
+	 * process sees jobs in submission order. parked: filed, not yet
+	 * their turn (not counted in the worker's taken). The worker's own.
+	 */
+	struct bp_job **order;
+	uint64_t order_mask, order_next;
+	unsigned parked;
 	int *cpus; /* copied worker_cpus, ncpus of them */
 	unsigned ncpus;
 	struct bp_ring *in;   /* ingress (stage 0) or the link in front */
@@ -155,6 +170,9 @@ struct bp_pipeline {
 	 * one, so that its reorder window never overflows.
 	 */
 	unsigned gate;
+	/* what submit writes in job->stage: 0, or BP_JOB_NO_STAGE in a
+	 * chain (its hand-offs name the first stage that failed a job) */
+	uint32_t stage_unset;
 
 	/* live values read by producers (not RCU readers): relaxed atomics */
 	_Atomic unsigned live_max_batch;

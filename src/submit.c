@@ -129,7 +129,7 @@ void bpi_ingress_wake(struct bp_pipeline *p)
  * once in 2^63 jobs: the loop without the mask unless this batch crosses.
  */
 static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
-			 int64_t now)
+			 int64_t now, uint32_t stage)
 {
 	uint64_t seq = pos & SEQ_MASK;
 
@@ -139,7 +139,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 			js[i]->submit_ns = now;
 			js[i]->status = BP_JOB_OK;
 			js[i]->pipeline_word = JOB_SUBMITTED;
-			js[i]->stage = 0;
+			js[i]->stage = stage;
 		}
 		return;
 	}
@@ -151,7 +151,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
 		j->pipeline_word = JOB_SUBMITTED;
-		j->stage = 0;
+		j->stage = stage;
 	}
 }
 
@@ -181,7 +181,7 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 			struct bp_job **js = jobs + done;
 
 			/* the position is the seq: stamp, then publish */
-			stamp(js, (unsigned)k, pos, now);
+			stamp(js, (unsigned)k, pos, now, p->stage_unset);
 			bpi_ring_publish(p->ingress, pos, (void *const *)js,
 					 (unsigned)k);
 			done += (unsigned)k;

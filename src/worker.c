@@ -262,8 +262,15 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
  */
 static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
 {
-	return j->status == BP_JOB_OK ||
+	return j->status == BP_JOB_OK || st->forward_all ||
 	       (st->next_takes_failed && j->status != BP_JOB_CANCELLED);
+}
+
+/* Name this stage in a job it failed, unless an earlier stage did. */
+static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
+{
+	if (j->status != BP_JOB_OK && j->stage == BP_JOB_NO_STAGE)
+		j->stage = st->index;
 }
 
 static unsigned hand_off_chain(struct bp_worker *w)
@@ -278,8 +285,7 @@ static unsigned hand_off_chain(struct bp_worker *w)
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = d[i];
 
-		if (j->status != BP_JOB_OK)
-			j->stage = st->index;
+		name_failure(st, j);
 		if (goes_on(st, j)) {
 			d[i] = d[k];
 			d[k++] = j;
@@ -327,8 +333,7 @@ static unsigned hand_off(struct bp_worker *w)
 	if (__builtin_expect(w->st->index != 0, 0))
 		/* a chain's last stage: name it in the jobs it failed */
 		for (unsigned i = w->dhead; i < w->dend; i++)
-			if (w->done[i]->status != BP_JOB_OK)
-				w->done[i]->stage = w->st->index;
+			name_failure(w->st, w->done[i]);
 	n = bpi_ring_reserve_burst(w->egress, pending(w), &pos);
 
 	if (n <= 0)
@@ -456,7 +461,7 @@ static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 	unsigned room;
 
 	if (!w->st->by_delivery) {
-		room = max - (unsigned)(w->taken - w->handed);
+		room = max - (unsigned)(w->taken - w->handed) - w->st->parked;
 		if (__builtin_expect(w->p->gate != 0, 0) &&
 		    w->st->index == 0 && room) {
 			unsigned g = gate_room(w);
@@ -527,6 +532,118 @@ void bp_worker_intake_disarm(struct bp_worker *w)
 	w->pass_on = true;
 }
 
+/*
+ * A serial stage's take (BP_STAGE_SERIAL after stage 0): file the n jobs
+ * in w->buf by seq, then put back in w->buf the run that starts at
+ * order_next, in submission order, at most `most` (the batch: the rest
+ * waits for the next pass); returns its length. The stages before
+ * hand every job on and the gate bounds the seqs in flight by the
+ * buffer's size, so every seq comes, and fits: a job that does not (a
+ * bug) is not lost but goes at once, out of turn, logged.
+ */
+static unsigned __attribute__((noinline, cold))
+order_misfit(struct bp_worker *w, const struct bp_job *j)
+{
+	bpi_log(&w->p->log, BP_LOG_ERROR,
+		"stage %u (serial): job seq %llu does not fit its order "
+		"buffer at seq %llu: processed out of turn",
+		w->st->index, (unsigned long long)j->seq,
+		(unsigned long long)w->st->order_next);
+	return 1;
+}
+
+static unsigned order_take(struct bp_worker *w, unsigned n, unsigned most)
+{
+	struct bpi_stage *st = w->st;
+	const uint64_t mask = st->order_mask;
+	uint64_t next = st->order_next;
+	unsigned k = 0, misfits = 0;
+	struct bp_job *j;
+
+	for (unsigned i = 0; i < n; i++) {
+		j = w->buf[i];
+		if (__builtin_expect(((j->seq - next) & SEQ_MASK) > mask ||
+					     st->order[j->seq & mask],
+				     0)) {
+			misfits += order_misfit(w, j);
+			w->buf[k++] = j; /* k <= i: read already */
+			continue;
+		}
+		st->order[j->seq & mask] = j;
+	}
+	while (k < most && (j = st->order[next & mask]) != NULL) {
+		st->order[next & mask] = NULL;
+		w->buf[k++] = j;
+		next = (next + 1) & SEQ_MASK;
+	}
+	st->order_next = next;
+	st->parked += n - misfits;
+	st->parked -= k - misfits;
+	return k;
+}
+
+/*
+ * The end of a serial stage's stream with jobs still parked: a seq that
+ * never came (a bug upstream). They go in seq order rather than never.
+ */
+static unsigned __attribute__((noinline, cold)) order_flush(struct bp_worker *w)
+{
+	struct bpi_stage *st = w->st;
+	unsigned k = 0, parked = st->parked;
+
+	bpi_log(&w->p->log, BP_LOG_ERROR,
+		"stage %u (serial): its intake ended with %u jobs waiting for "
+		"seq %llu, which never came: processed in order without it",
+		st->index, parked, (unsigned long long)st->order_next);
+	for (uint64_t i = 0; i <= st->order_mask && k < parked; i++) {
+		uint64_t at = (st->order_next + i) & st->order_mask;
+
+		if (st->order[at]) {
+			w->buf[k++] = st->order[at];
+			st->order[at] = NULL;
+		}
+	}
+	st->parked = 0;
+	return k;
+}
+
+/* A job that came failed and this stage does not take (filter_failed). */
+static inline bool skips(const struct bpi_stage *st, const struct bp_job *j)
+{
+	return j->status != BP_JOB_OK &&
+	       (j->status == BP_JOB_CANCELLED ||
+		!(st->flags & BP_STAGE_TAKES_FAILED));
+}
+
+/* Run the stage on what was taken: cancelled when aborting; a job that
+ * came failed and is not for this stage completed as it is. */
+static void start_jobs(struct bp_worker *w, unsigned n)
+{
+	struct bp_job **b = w->buf;
+	unsigned k = 0;
+
+	/* acquire: jobs taken after abort began are not started */
+	if (atomic_load_explicit(&w->p->aborting, memory_order_acquire)) {
+		cancel_jobs(w, b, n);
+		return;
+	}
+	if (__builtin_expect(w->st->filter_failed, 0)) {
+		/* in order: a serial stage's process sees the rest in turn */
+		for (unsigned i = 0; i < n; i++) {
+			struct bp_job *j = b[i];
+
+			if (skips(w->st, j))
+				bp_worker_complete(w, &j, 1);
+			else
+				b[k++] = j;
+		}
+		n = k;
+		if (!n)
+			return;
+	}
+	w->st->table.process(w->state, w, b, n);
+}
+
 /* Take and start up to B jobs; -EPIPE at the end of the ingress stream. */
 static int take_batch(struct bp_worker *w)
 {
@@ -550,6 +667,18 @@ static int take_batch(struct bp_worker *w)
 		/* a link: the previous stage's workers wait for room on its
 		 * not-full queue, which the dequeue wakes */
 		n = bp_ring_dequeue_burst(w->in, (void **)w->buf, want, NULL);
+		if (w->st->order) {
+			unsigned got = n > 0 ? (unsigned)n : 0;
+
+			if (n >= 0 || w->st->parked) /* also 0: a run may
+							     * be ready */
+				n = (int)order_take(w, got, want);
+			if (n == 0 && got == 0 && w->st->parked &&
+			    bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
+				n = (int)order_flush(w);
+			if (n == 0)
+				return got ? 1 : 0; /* filed: progress */
+		}
 		if (n <= 0)
 			return n;
 	}
@@ -558,14 +687,11 @@ static int take_batch(struct bp_worker *w)
 	w->taken += (uint64_t)n;
 	note_batch(w, (unsigned)n);
 	/*
-	 * The worker does not touch the jobs themselves: a stage that leaves
-	 * them alone costs no cache-line transfer to this core.
+	 * The worker does not touch the jobs themselves (in a one-stage
+	 * pipeline): a stage that leaves them alone costs no cache-line
+	 * transfer to this core.
 	 */
-	/* acquire: jobs taken after abort began are not started */
-	if (atomic_load_explicit(&p->aborting, memory_order_acquire))
-		cancel_jobs(w, w->buf, (unsigned)n);
-	else
-		w->st->table.process(w->state, w, w->buf, (unsigned)n);
+	start_jobs(w, (unsigned)n);
 	return n;
 }
 
@@ -573,8 +699,12 @@ static int take_batch(struct bp_worker *w)
 static int worker_has_work(void *arg)
 {
 	struct bp_worker *w = arg;
+	const struct bpi_stage *st = w->st;
 
-	return bpi_ring_ready(w->in);
+	/* a serial stage: also its own next job, filed and now its turn
+	 * (this worker is the only one that touches order) */
+	return bpi_ring_ready(w->in) ||
+	       (st->order && st->order[st->order_next & st->order_mask]);
 }
 
 /*

@@ -20,6 +20,9 @@ extern "C" {
 #define BP_JOB_OK	 0
 #define BP_JOB_CANCELLED (-ECANCELED)
 
+/* bp_job.stage of a job no stage of a chain has failed */
+#define BP_JOB_NO_STAGE 0xffffffffu
+
 struct bp_job {
 	/* the fields the pipeline touches come first: one cache line */
 	uint64_t seq;	   /* submission order, set by the pipeline at submit */
@@ -37,12 +40,10 @@ struct bp_job {
 	 */
 	uint32_t pipeline_word;
 	/*
-	 * The stage of a chain that failed or cancelled the job (written by
-	 * the pipeline; meaningful when status is not BP_JOB_OK): 0 in a
-	 * one-stage pipeline. In a chain, the last stage that handed the
-	 * job on with a failure: a later stage with BP_STAGE_TAKES_FAILED
-	 * that leaves it failed takes its place (its process sees the
-	 * earlier one here).
+	 * The stage of a chain that first failed or cancelled the job
+	 * (written by the pipeline; meaningful when status is not
+	 * BP_JOB_OK): 0 in a one-stage pipeline; in a chain,
+	 * BP_JOB_NO_STAGE until a stage hands the job on failed.
 	 */
 	uint32_t stage;
 	/*

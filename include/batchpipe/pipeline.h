@@ -81,10 +81,10 @@ typedef void bp_thread_hook(void *thread_ctx, enum bp_thread_role role,
  * run concurrently; a job is in one stage at a time.
  *
  * Failures: a job that a stage completes with a status other than
- * BP_JOB_OK skips the later stages and goes to the sink from that stage's
- * worker, with its status, and job->stage says which stage that was;
- * unless the next stage has BP_STAGE_TAKES_FAILED, which gets the failed
- * jobs too (a cancelled job always skips). Every accepted job reaches the
+ * BP_JOB_OK skips the later stages and goes to the sink, with its status,
+ * and job->stage says which stage failed it first; unless the next stage
+ * has BP_STAGE_TAKES_FAILED, which gets the failed jobs too (a cancelled
+ * job always skips). A stage may be serial in order (BP_STAGE_SERIAL). Every accepted job reaches the
  * sink exactly once, as in a one-stage pipeline.
  *
  * Order: ordered output is submission order end to end, whatever order
@@ -102,6 +102,15 @@ typedef void bp_thread_hook(void *thread_ctx, enum bp_thread_role role,
 
 /* bp_chain_stage.flags */
 #define BP_STAGE_TAKES_FAILED 0x1u /* also take jobs an earlier stage failed */
+/*
+ * serial in order (oneTBB's serial_in_order filter): one worker, and its
+ * process sees the jobs in submission order, one call after another, every
+ * job that reaches the stage (a job an earlier stage failed is skipped in
+ * its turn, unless BP_STAGE_TAKES_FAILED). The stages before it hand
+ * failed jobs on instead of to the sink, so that none leaves a gap; the
+ * chain then has a gate (chain_max_inflight) bounding its reorder buffer.
+ */
+#define BP_STAGE_SERIAL 0x2u
 
 struct bp_chain_stage {
 	const struct bp_stage *stage; /* required (copied by create) */
@@ -113,7 +122,7 @@ struct bp_chain_stage {
 	 * ingress_capacity, and this must be 0 there; later stages' links
 	 * (0: ingress_capacity) */
 	unsigned capacity;
-	unsigned flags; /* BP_STAGE_TAKES_FAILED */
+	unsigned flags; /* BP_STAGE_TAKES_FAILED, BP_STAGE_SERIAL */
 	/* optional pinning, as the config's worker_cpus */
 	unsigned n_worker_cpus;
 	const int *worker_cpus;
@@ -184,8 +193,9 @@ struct bp_pipeline_config {
 	unsigned n_stages; /* 0..BP_MAX_STAGES */
 	/*
 	 * a chain's limit on jobs taken from ingress and not yet delivered
-	 * (0: unordered, none; ordered, the sum of workers * max_inflight
-	 * over the stages); a one-stage pipeline must leave it 0
+	 * (0: unordered without a serial stage, none; ordered, or a serial
+	 * stage after the first, the sum of workers * max_inflight over the
+	 * stages); a one-stage pipeline must leave it 0
 	 */
 	unsigned chain_max_inflight;
 	/*

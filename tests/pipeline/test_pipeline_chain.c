@@ -12,13 +12,17 @@
  * without BP_STAGE_TAKES_FAILED on stage 2; a small chain_max_inflight):
  *
  *   - every job reaches the sink exactly once; the failed ones with -EIO
- *     and job->stage 1 (or 2 when stage 2 takes failed jobs), having
- *     skipped stage 2 unless it takes them; the others ok, through all
- *     three stages in order;
+ *     and job->stage 1 (the first stage that failed them, also when
+ *     stage 2 takes them), having skipped stage 2 unless it takes them;
+ *     the others ok, through all three stages in order;
  *   - ordered: the sink sees seqs in submission order;
  *   - stage 0 never holds more than the gate allows ahead of the sink;
  *   - bp_worker_id() is within the worker's stage;
  *   - the report has every stage, with the jobs each took.
+ *
+ * A serial stage (BP_STAGE_SERIAL) between two parallel ones: its process
+ * sees every ok job in submission order and no failed one, and jobs
+ * stage 0 failed still reach the sink once, with stage 0 named.
  *
  * Then: abort during a live change while producers submit (every job
  * accounted: ok + failed + cancelled == submitted, cancelled jobs with the
@@ -250,7 +254,7 @@ static void sink(void *ctx, struct bp_job **jobs, unsigned n)
 			if (j->hdr.stage > 2)
 				pt_fail("cancelled in stage %u", j->hdr.stage);
 		} else if (j->hdr.seq % FAIL_EVERY == FAIL_AT) {
-			unsigned want_stage = R.takes_failed ? 2 : 1;
+			unsigned want_stage = 1; /* the first to fail it */
 			unsigned want_v = R.takes_failed ? 7 : 3;
 
 			atomic_fetch_add(&R.failed, 1);
@@ -460,6 +464,171 @@ static void one_mode(const char *name, bool ordered, bool takes_failed,
 	bp_pipeline_destroy(p);
 }
 
+/* ------------------------------------------------------ serial stage */
+
+static atomic_llong serial_last; /* the last seq the serial stage saw */
+static atomic_uint serial_seen, serial_calls;
+static atomic_int serial_inside; /* > 1: two process calls at once */
+static unsigned serial_B;	/* process gets at most this many */
+
+/* stage 0 of the serial chain: fails seq % FAIL_EVERY == FAIL_AT */
+static void sf_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		       unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+
+		atomic_fetch_or(&j->visits, 1u);
+		jobs[i]->status = j->hdr.seq % FAIL_EVERY == FAIL_AT
+					  ? -EIO
+					  : BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static void ser_process(void *state, struct bp_worker *w,
+			struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	if (atomic_fetch_add(&serial_inside, 1))
+		pt_fail("serial: two process calls at once");
+	atomic_fetch_add(&serial_calls, 1);
+	if (n > serial_B)
+		pt_fail("serial: process got %u jobs, max_batch %u", n,
+			serial_B);
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+		long long last = atomic_load(&serial_last);
+
+		atomic_fetch_or(&j->visits, 2u);
+		if (jobs[i]->status != BP_JOB_OK)
+			pt_fail("serial: a failed job (seq %llu) came in",
+				(unsigned long long)j->hdr.seq);
+		if ((long long)j->hdr.seq <= last)
+			pt_fail("serial: seq %llu after %lld",
+				(unsigned long long)j->hdr.seq, last);
+		/* the next ok seq: failed ones (FAIL_AT) skipped */
+		for (long long s = last + 1; s < (long long)j->hdr.seq; s++)
+			if (s % FAIL_EVERY != FAIL_AT)
+				pt_fail("serial: seq %lld skipped (now %llu)", s,
+					(unsigned long long)j->hdr.seq);
+		atomic_store(&serial_last, (long long)j->hdr.seq);
+		atomic_fetch_add(&serial_seen, 1);
+	}
+	atomic_fetch_sub(&serial_inside, 1);
+	bp_worker_complete(w, jobs, n);
+}
+
+static void after_process(void *state, struct bp_worker *w,
+			  struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+
+		if (atomic_fetch_or(&j->visits, 4u) != 3)
+			pt_fail("after the serial stage: visits 0x%x",
+				atomic_load(&j->visits));
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage sf_stage = {.name = "fail-some",
+					 .process = sf_process};
+static const struct bp_stage ser_stage = {.name = "serial",
+					  .process = ser_process};
+static const struct bp_stage after_stage = {.name = "after",
+					    .process = after_process};
+
+static void serial_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < n; i++) {
+		struct job *j = (struct job *)jobs[i];
+		bool fails = j->hdr.seq % FAIL_EVERY == FAIL_AT;
+		unsigned v = atomic_load(&j->visits);
+
+		if (atomic_fetch_add(&j->delivered, 1))
+			pt_fail("serial chain: seq %llu delivered twice",
+				(unsigned long long)j->hdr.seq);
+		if (fails && (jobs[i]->status != -EIO || jobs[i]->stage != 0 ||
+			      v != 1))
+			pt_fail("serial chain: failed seq %llu: status %d "
+				"stage %u visits 0x%x",
+				(unsigned long long)j->hdr.seq, jobs[i]->status,
+				jobs[i]->stage, v);
+		if (!fails && (jobs[i]->status != BP_JOB_OK || v != 7 ||
+			       jobs[i]->stage != BP_JOB_NO_STAGE))
+			pt_fail("serial chain: seq %llu: status %d stage %u "
+				"visits 0x%x",
+				(unsigned long long)j->hdr.seq, jobs[i]->status,
+				jobs[i]->stage, v);
+		if (R.ordered) {
+			long long want = atomic_load(&R.next_seq);
+
+			if ((long long)j->hdr.seq != want)
+				pt_fail("serial chain, ordered: seq %llu, %lld "
+					"expected",
+					(unsigned long long)j->hdr.seq, want);
+			atomic_store(&R.next_seq, want + 1);
+		}
+	}
+	atomic_fetch_add(&R.delivered, n);
+}
+
+static void test_serial(bool ordered, unsigned B, unsigned n)
+{
+	struct bp_chain_stage cs[3];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	unsigned accepted, ok = n - (n + FAIL_EVERY - 1 - FAIL_AT) / FAIL_EVERY;
+	int rc;
+
+	reset(n);
+	R.ordered = ordered;
+	serial_B = B;
+	atomic_store(&serial_last, -1);
+	atomic_store(&serial_seen, 0);
+	atomic_store(&serial_calls, 0);
+	memset(cs, 0, sizeof(cs));
+	cs[0] = (struct bp_chain_stage){.stage = &sf_stage, .workers = 3};
+	cs[1] = (struct bp_chain_stage){.stage = &ser_stage,
+					.workers = 1,
+					.flags = BP_STAGE_SERIAL,
+					.capacity = 32};
+	cs[2] = (struct bp_chain_stage){.stage = &after_stage, .workers = 2};
+	bp_pipeline_config_init(&cfg);
+	cfg.stages = cs;
+	cfg.n_stages = 3;
+	cfg.ordered = ordered;
+	cfg.max_batch = B;
+	cfg.max_inflight = 64;
+	cfg.ingress_capacity = 256;
+	cfg.sink = serial_sink;
+	cfg.log = test_log;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		pt_fail("serial chain: %s", bp_strerror(rc));
+		bp_pipeline_destroy(p);
+		return;
+	}
+	accepted = run_producers(p, B, NULL);
+	if ((rc = bp_pipeline_drain(p)) != 0 || accepted != n ||
+	    atomic_load(&R.delivered) != n)
+		pt_fail("serial chain: drain %s, %u accepted, %u delivered of "
+			"%u",
+			bp_strerror(rc), accepted, atomic_load(&R.delivered),
+			n);
+	if (atomic_load(&serial_seen) != ok)
+		pt_fail("serial chain: the serial stage saw %u jobs, not %u",
+			atomic_load(&serial_seen), ok);
+	printf("serial stage%s B=%-3u %u jobs in order in %u calls\n",
+	       ordered ? ", ordered" : "", B, atomic_load(&serial_seen),
+	       atomic_load(&serial_calls));
+	bp_pipeline_destroy(p);
+}
+
 /* --------------------------------------------- abort during a change */
 
 static void change_then_abort(struct bp_pipeline *p)
@@ -655,6 +824,10 @@ static void test_misuse(void)
 	cs[1].flags = 0x80;
 	expect_invalid("unknown flags", &cfg);
 	FRESH();
+	cs[1].flags = BP_STAGE_SERIAL;
+	cs[1].workers = 2;
+	expect_invalid("a serial stage with two workers", &cfg);
+	FRESH();
 	cs[1].max_batch = 64;
 	cs[1].max_inflight = 32;
 	expect_invalid("max_inflight below max_batch", &cfg);
@@ -709,6 +882,9 @@ int main(void)
 	one_mode("ordered, takes failed", true, true, 0, 8, n);
 	one_mode("ordered, gate 64", true, false, 64, 8, n);
 	one_mode("unordered, gate 64", false, false, 64, 8, n);
+	test_serial(false, 8, n);
+	test_serial(true, 1, n / 4);
+	test_serial(false, 32, n);
 	test_abort();
 	test_flush();
 	free(R.jobs);
