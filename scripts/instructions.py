@@ -16,7 +16,13 @@ Each is divided by the jobs (items) the benchmark verified. Waits are left
 out because under valgrind threads take turns, so how long a thread spins
 says nothing about the library.
 
-usage: scripts/instructions.py [BUILD_DIR] [--batch B]
+With --stages N the pipeline is also profiled as a chain of N stages (2
+workers each, the stage's work split among them, `bpbench pipeline
+--stages N --sweep-only`), and the library's instructions of the workers
+of every stage are compared with the one-stage run's: what one more stage
+costs per job.
+
+usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N]
        (default: build, B = 32; the issue's small-batch cases: --batch 1)
 """
 import glob
@@ -86,49 +92,69 @@ def count(stderr, what):
     return int(m.group(1))
 
 
+USAGE = "usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N]"
+
+
+def take_opt(args, name, default):
+    """The value of --name N (digits), removed from args."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    if i + 1 >= len(args) or not args[i + 1].isdigit():
+        sys.exit(USAGE)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
+def pipeline_parts(tmp, tag, bench, batch, stages):
+    """Library instructions of a pipeline run, per role, and its jobs."""
+    threads, err = profile(tmp, tag, [
+        bench, "pipeline", "--sweep-only", "--workers", "2",
+        "--batches", batch, "--waits", "spin-sleep", "--no-latency",
+        "--runs", "1", "--ms", "300", "--work-ns", "0",
+        "--stages", str(stages)])
+    jobs = count(err, "jobs")
+    part = {"producers": 0, "workers": 0, "sink": 0}
+    seen = {"producers": 0, "workers": 0, "sink": 0}
+    for c in threads:
+        if root(c, "bp_pipeline_submit'pb_submit_held"):
+            seen["producers"] += 1
+            part["producers"] += (c["bp_pipeline_submit'pb_submit_held"] -
+                                  c.get("bpi_wait_loop'bp_pipeline_submit", 0))
+        if root(c, "bpi_worker_main'"):
+            seen["workers"] += 1
+            need(c, "pb_stage_process'bpi_worker_main")
+            # the stage's own work out, the library it calls back in
+            part["workers"] += (
+                root(c, "bpi_worker_main'") -
+                c.get("bpi_wait_loop'bpi_worker_main", 0) -
+                c["pb_stage_process'bpi_worker_main"] +
+                c.get("bp_worker_complete'pb_stage_process", 0))
+        if root(c, "bpi_sink_main'"):
+            seen["sink"] += 1
+            need(c, "pb_sink'deliver")
+            part["sink"] += (root(c, "bpi_sink_main'") -
+                             c.get("bpi_wait_loop'bpi_sink_main", 0) -
+                             c["pb_sink'deliver"])
+    want = {"producers": 2, "workers": 2 * stages, "sink": 1}
+    if any(seen[k] < want[k] for k in want):
+        sys.exit(f"threads found per role {seen}, want at least {want}: "
+                 "the profiles do not look like this benchmark's")
+    return part, jobs
+
+
 def main():
     args = sys.argv[1:]
-    batch = "32"
-    if "--batch" in args:
-        i = args.index("--batch")
-        if i + 1 >= len(args) or not args[i + 1].isdigit():
-            sys.exit("usage: scripts/instructions.py [BUILD_DIR] [--batch B]")
-        batch = args[i + 1]
-        del args[i:i + 2]
+    batch = take_opt(args, "--batch", "32")
+    stages = int(take_opt(args, "--stages", "1"))
     build = args[0] if args else "build"
     bench = os.path.join(build, "bench", "bpbench")
     with tempfile.TemporaryDirectory() as tmp:
-        threads, err = profile(tmp, "pipe", [
-            bench, "pipeline", "--sweep-only", "--workers", "2",
-            "--batches", batch, "--waits", "spin-sleep", "--no-latency",
-            "--runs", "1", "--ms", "300", "--work-ns", "0"])
-        jobs = count(err, "jobs")
-        part = {"producers": 0, "workers": 0, "sink": 0}
-        seen = {"producers": 0, "workers": 0, "sink": 0}
-        for c in threads:
-            if root(c, "bp_pipeline_submit'pb_submit_held"):
-                seen["producers"] += 1
-                part["producers"] += (c["bp_pipeline_submit'pb_submit_held"] -
-                                      c.get("bpi_wait_loop'bp_pipeline_submit", 0))
-            if root(c, "bpi_worker_main'"):
-                seen["workers"] += 1
-                need(c, "pb_stage_process'bpi_worker_main")
-                # the stage's own work out, the library it calls back in
-                part["workers"] += (
-                    root(c, "bpi_worker_main'") -
-                    c.get("bpi_wait_loop'bpi_worker_main", 0) -
-                    c["pb_stage_process'bpi_worker_main"] +
-                    c.get("bp_worker_complete'pb_stage_process", 0))
-            if root(c, "bpi_sink_main'"):
-                seen["sink"] += 1
-                need(c, "pb_sink'deliver")
-                part["sink"] += (root(c, "bpi_sink_main'") -
-                                 c.get("bpi_wait_loop'bpi_sink_main", 0) -
-                                 c["pb_sink'deliver"])
-        want = {"producers": 2, "workers": 2, "sink": 1}
-        if any(seen[k] < want[k] for k in want):
-            sys.exit(f"threads found per role {seen}, want at least {want}: "
-                     "the profiles do not look like this benchmark's")
+        part, jobs = pipeline_parts(tmp, "pipe", bench, batch, 1)
+        chain = None
+        if stages > 1:
+            chain = pipeline_parts(tmp, "chain", bench, batch, stages)
         threads, err = profile(tmp, "ring", [
             bench, "ring", "--points", "1x1", "--batches", batch,
             "--queues", "batchpipe", "--runs", "1", "--ms", "300",
@@ -147,6 +173,18 @@ def main():
                                    for k, v in part.items()))
     print(f"ring 1x1, {items} items: {(enq + deq) / items:.1f} per item "
           f"= enqueue {enq / items:.1f}, dequeue {deq / items:.1f}")
+    if chain:
+        cpart, cjobs = chain
+        if cjobs == 0:
+            sys.exit("the chain's count is zero: the profiles did not match")
+        ctotal = sum(cpart.values())
+        extra = (cpart["workers"] / cjobs - part["workers"] / jobs) / \
+            (stages - 1)
+        print(f"chain of {stages} stages, 2P/2W each, {cjobs} jobs: "
+              f"{ctotal / cjobs:.1f} per job = " +
+              ", ".join(f"{k} {v / cjobs:.1f}" for k, v in cpart.items()))
+        print(f"an extra stage: {extra:.1f} library instructions per job "
+              "(workers of every stage, against one stage)")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,10 @@ static int create_stage(struct bp_pipeline *p, struct bpi_stage *st,
 	st->max_inflight = s->max_inflight;
 	st->flags = s->flags;
 	st->by_delivery = p->cfg.ordered && p->nstages == 1;
+	st->names_failures = p->nstages > 1;
+	st->mark_in = STAGE_MARK(k);
+	st->mark_flip = st->mark_in ^ (k + 1 < p->nstages ? STAGE_MARK(k + 1)
+							: JOB_COMPLETED);
 	live->gen = LIVE_GEN_FIRST;
 	live->max_batch = s->max_batch;
 	live->worker_wait = p->cfg.worker_wait;
@@ -161,6 +165,8 @@ static int create_worker(struct bp_pipeline *p, struct bpi_stage *st,
 	bpi_waitq_set_waker_fences(&w->progress);
 	w->buf = malloc(st->max_inflight * sizeof(*w->buf));
 	w->done = malloc(st->max_inflight * sizeof(*w->done));
+	if (st->next && !(w->out = malloc(st->max_inflight * sizeof(*w->out))))
+		return -ENOMEM;
 	/*
 	 * Quiet: the sink sleeps on sink_wq and the worker on its progress
 	 * queue, never on the ring's own queues, so hand-off and take use
@@ -262,6 +268,7 @@ void bpi_chain_free(struct bp_pipeline *p)
 			bp_ring_destroy(w->egress);
 			free(w->buf);
 			free(w->done);
+			free(w->out);
 		}
 		bpi_free_aligned(p->workers, p->nworkers * sizeof(*p->workers),
 				 BP_FALSE_SHARING);

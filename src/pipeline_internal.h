@@ -31,6 +31,13 @@
  */
 #define JOB_SUBMITTED 0x62705375u /* "bpSu" */
 #define JOB_COMPLETED 0x6270436fu /* "bpCo" */
+/*
+ * In a chain, stage k accepts STAGE_MARK(k) and leaves STAGE_MARK(k + 1)
+ * (the last stage JOB_COMPLETED): a job handed on is marked for the next
+ * stage by its completion itself, with no store at the hand-off, and a
+ * completion that comes twice, or from the wrong stage, is refused.
+ */
+#define STAGE_MARK(k) (JOB_SUBMITTED + ((uint32_t)(k) << 24))
 
 /* The pipeline's seqs are ingress positions: they wrap with them. */
 #define SEQ_MASK (BPI_RING_POS_SPACE - 1)
@@ -67,6 +74,11 @@ struct bpi_stage {
 	bool by_delivery;
 	/* the next stage takes failed jobs too (BP_STAGE_TAKES_FAILED) */
 	bool next_takes_failed;
+	/* pipeline_word: what bp_worker_complete accepts, and the flip
+	 * that marks a job completed (STAGE_MARK above) */
+	uint32_t mark_in, mark_flip;
+	/* in a chain: jobs it fails are named (job->stage) as completed */
+	bool names_failures;
 	/* a serial stage is behind: hand every job on, failed or not, so
 	 * that its seqs come dense (src/chain.c) */
 	bool forward_all;
@@ -106,6 +118,14 @@ struct bp_worker {
 	struct bp_job **done; /* completed: [dhead, dend) not yet handed off */
 	unsigned dhead, dend;
 	unsigned done_cap;
+	/*
+	 * A chain's worker before the last stage (worker.c's
+	 * hand_off_chain): done[dhead, dscan) are sorted, all going on to
+	 * the next stage; out[ohead, oend) go to the sink (failed). Both
+	 * count as pending.
+	 */
+	unsigned dscan, ohead, oend;
+	struct bp_job **out;
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
 	uint64_t delivered_seen; /* ordered: `delivered` at the last look */
@@ -121,6 +141,9 @@ struct bp_worker {
 	bool intake_armed; /* between bp_worker_intake_arm and _disarm */
 	/* a chain's hand-off left jobs for a full link (worker.c) */
 	bool link_blocked;
+	/* a chain: a job completed since the last hand-off is not ok, so
+	 * the hand-off sorts them (worker.c's hand_off_chain) */
+	bool failed_pending;
 
 	pthread_t thread;
 	bool thread_started;

@@ -120,7 +120,7 @@ unsigned bp_worker_inflight(const struct bp_worker *w)
 /* Completed jobs not yet handed to the sink: done[dhead..dend). */
 static inline unsigned pending(const struct bp_worker *w)
 {
-	return w->dend - w->dhead;
+	return w->dend - w->dhead + (w->oend - w->ohead);
 }
 
 /* Jobs in the stage: taken, and neither completed nor handed off. */
@@ -151,7 +151,7 @@ refuse_overrun(struct bp_worker *w, struct bp_job **marked, unsigned k,
 	       unsigned n)
 {
 	for (unsigned i = 0; i < k; i++)
-		marked[i]->pipeline_word = JOB_SUBMITTED;
+		marked[i]->pipeline_word = w->st->mark_in;
 	return refuse(w, n,
 		      "more than the stage holds (another worker's job, or "
 		      "one this worker never took)");
@@ -169,12 +169,56 @@ log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
 		w->id, repeats, n, (unsigned long long)first->seq, n - repeats);
 }
 
+/* Name this stage in a job it failed, unless an earlier stage did. */
+static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
+{
+	if (j->status != BP_JOB_OK && j->stage == BP_JOB_NO_STAGE)
+		j->stage = st->index;
+}
+
+/*
+ * The fast path's loop: flip each word from mark_in to its completed
+ * value (a load and a store) into out[]; return the words' differences
+ * from mark_in ORed. chain: also OR the statuses into *any (the same
+ * line), for a chain's failure naming and hand-off sort.
+ */
+static inline __attribute__((always_inline)) uint32_t
+flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
+	   uint32_t in, uint32_t flip, bool chain, uint32_t *any)
+{
+	uint32_t diff = 0, st = 0;
+
+#pragma GCC unroll 4
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_job *j = jobs[i];
+		uint32_t v = j->pipeline_word;
+
+		diff |= v ^ in;
+		j->pipeline_word = v ^ flip;
+		if (chain)
+			st |= (uint32_t)j->status;
+		out[i] = j;
+	}
+	*any = st;
+	return diff;
+}
+
+/* A chain's completion with a job not ok among them (cold). */
+static void __attribute__((noinline))
+chain_failures(struct bp_worker *w, struct bp_job **out, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		name_failure(w->st, out[i]);
+	w->failed_pending = true;
+}
+
 /*
  * Each job is checked and marked in its pipeline_word (a load and a store
  * in the line whose status the stage has just set): a job completed twice,
  * in one call or two, is refused by itself, and the others are accepted,
  * so a repeat can neither reach the sink twice nor eat the count of a job
- * the stage still holds.
+ * the stage still holds. In a chain the mark is the stage's (STAGE_MARK),
+ * and a job this stage failed is named with it here.
  */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
@@ -194,32 +238,31 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 	if (w->dend + (n < room ? n : room) > w->done_cap && w->dhead) {
 		/* the sink fell behind mid-run: slide what is left down */
 		memmove(w->done, w->done + w->dhead,
-			pending(w) * sizeof(*w->done));
+			(w->dend - w->dhead) * sizeof(*w->done));
 		w->dend -= w->dhead;
+		w->dscan -= w->dhead;
 		w->dhead = 0;
 	}
 	out = w->done + w->dend;
 	if (__builtin_expect(n <= room, 1)) {
 		/*
 		 * The common case in one pass without a branch per job: each
-		 * word is flipped between SUBMITTED and COMPLETED (a load and
-		 * a store) and diff collects any that was not SUBMITTED. Then
-		 * flipping them all again restores every word exactly, a job
-		 * named twice in this call included (flipped twice, twice).
+		 * word is flipped between mark_in and its completed value (a
+		 * load and a store) and diff collects any that was not
+		 * mark_in. Then flipping them all again restores every word
+		 * exactly, a job named twice in this call included (flipped
+		 * twice, twice).
 		 */
-		const uint32_t flip = JOB_SUBMITTED ^ JOB_COMPLETED;
-		uint32_t diff = 0;
+		const uint32_t in = w->st->mark_in, flip = w->st->mark_flip;
+		uint32_t diff, any = 0;
 
-#pragma GCC unroll 4
-		for (unsigned i = 0; i < n; i++) {
-			struct bp_job *j = jobs[i];
-			uint32_t v = j->pipeline_word;
-
-			diff |= v ^ JOB_SUBMITTED;
-			j->pipeline_word = v ^ flip;
-			out[i] = j;
-		}
+		if (__builtin_expect(w->st->names_failures, 0))
+			diff = flip_marks(jobs, n, out, in, flip, true, &any);
+		else
+			diff = flip_marks(jobs, n, out, in, flip, false, &any);
 		if (__builtin_expect(!diff, 1)) {
+			if (__builtin_expect(any != 0, 0))
+				chain_failures(w, out, n);
 			w->dend += n;
 			bpi_stat_add(&w->st_completed, n);
 			return (int)n;
@@ -231,18 +274,20 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = jobs[i];
 
-		if (__builtin_expect(j->pipeline_word != JOB_SUBMITTED, 0)) {
+		if (__builtin_expect(j->pipeline_word != w->st->mark_in, 0)) {
 			if (!repeats++)
 				first_repeat = j;
 			continue;
 		}
 		if (__builtin_expect(k == room, 0))
 			return refuse_overrun(w, out, k, n);
-		j->pipeline_word = JOB_COMPLETED;
+		j->pipeline_word = w->st->mark_in ^ w->st->mark_flip;
 		out[k++] = j;
 	}
 	if (repeats)
 		log_repeats(w, first_repeat, repeats, n);
+	if (w->st->names_failures)
+		chain_failures(w, out, k);
 	w->dend += k;
 	bpi_stat_add(&w->st_completed, k);
 	return (int)k;
@@ -252,13 +297,14 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
  * A chain's hand-off, for every stage but the last: jobs that go on (ok,
  * or failed when the next stage takes failed jobs, never cancelled) are
  * published to the link in one batch, the others go to the sink through
- * the egress ring, stamped with this stage. The worker has just completed
- * the jobs, so their lines are in its cache: it reads each status and
- * re-marks the jobs that go on as submitted for the next stage's
- * bp_worker_complete (the publication's release orders the store before
- * the next stage's take). What a full ring leaves stays in done, in the
- * order the rest of the hand-off expects; link_blocked says a job waits
- * for the link.
+ * the egress ring, named with the stage that failed them. Each completed
+ * job is looked at once (done[dscan, dend), in this worker's cache: the
+ * stage has just completed it): one going to the sink moves to out[],
+ * one going on stays in done[]; what a full ring leaves waits there for
+ * the next pass. Only a hand-off after a completion with a failed job
+ * among them (failed_pending) looks at the jobs; the others publish what
+ * done[] holds. A job going on carries the next stage's mark already
+ * (bp_worker_complete). link_blocked: a job waits for the link.
  */
 static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
 {
@@ -266,53 +312,58 @@ static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
 	       (st->next_takes_failed && j->status != BP_JOB_CANCELLED);
 }
 
-/* Name this stage in a job it failed, unless an earlier stage did. */
-static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
-{
-	if (j->status != BP_JOB_OK && j->stage == BP_JOB_NO_STAGE)
-		j->stage = st->index;
-}
-
 static unsigned hand_off_chain(struct bp_worker *w)
 {
 	const struct bpi_stage *st = w->st;
-	struct bp_job **d = w->done + w->dhead;
-	unsigned n = pending(w), k = 0, on = 0, out = 0;
+	unsigned k = w->dscan, on = 0, out = 0;
 	uint64_t pos;
 	int r;
 
-	/* partition: [0, k) go on, [k, n) go to the sink */
-	for (unsigned i = 0; i < n; i++) {
-		struct bp_job *j = d[i];
+	/* every job completed since the last look was ok: all go on */
+	if (!w->failed_pending)
+		k = w->dend;
+	w->failed_pending = false;
+	for (unsigned i = k; i < w->dend; i++) {
+		struct bp_job *j = w->done[i];
 
-		name_failure(st, j);
 		if (goes_on(st, j)) {
-			d[i] = d[k];
-			d[k++] = j;
+			w->done[k++] = j;
+			continue;
 		}
+		if (w->oend == w->done_cap) {
+			/* out[] slides down: it holds what the worker holds */
+			memmove(w->out, w->out + w->ohead,
+				(w->oend - w->ohead) * sizeof(*w->out));
+			w->oend -= w->ohead;
+			w->ohead = 0;
+		}
+		w->out[w->oend++] = j;
 	}
-	if (k && (r = bpi_ring_reserve_burst(st->next, k, &pos)) > 0) {
+	w->dend = w->dscan = k;
+	if (w->dend > w->dhead &&
+	    (r = bpi_ring_reserve_burst(st->next, w->dend - w->dhead, &pos)) >
+		    0) {
 		on = (unsigned)r;
-		for (unsigned i = 0; i < on; i++)
-			d[i]->pipeline_word = JOB_SUBMITTED;
-		bpi_ring_publish(st->next, pos, (void *const *)d, on);
+		/* the jobs carry the next stage's mark (bp_worker_complete) */
+		bpi_ring_publish(st->next, pos,
+				 (void *const *)(w->done + w->dhead), on);
+		w->dhead += on;
+		if (w->dhead == w->dend)
+			w->dhead = w->dend = w->dscan = 0;
 	}
-	if (k < n && (r = bpi_ring_reserve_burst(w->egress, n - k, &pos)) > 0) {
+	w->link_blocked = w->dend > w->dhead;
+	if (w->oend > w->ohead &&
+	    (r = bpi_ring_reserve_burst(w->egress, w->oend - w->ohead,
+					&pos)) > 0) {
 		out = (unsigned)r;
 		/* quiet: the sink sleeps on sink_wq, woken below */
-		bpi_ring_publish_quiet(w->egress, pos, (void *const *)(d + k),
-				       out);
+		bpi_ring_publish_quiet(w->egress, pos,
+				       (void *const *)(w->out + w->ohead), out);
+		w->ohead += out;
+		if (w->ohead == w->oend)
+			w->ohead = w->oend = 0;
 		bpi_waitq_wake_all(&w->p->sink_wq);
 	}
-	w->link_blocked = on < k;
-	if (on + out == 0)
-		return 0;
-	/* what is left: d[on, k) and d[k + out, n), made one run */
-	memmove(d + k, d + k + out, (n - k - out) * sizeof(*d));
-	w->dend = w->dhead + n - out;
-	w->dhead += on;
-	if (w->dhead == w->dend)
-		w->dhead = w->dend = 0;
 	w->handed += on + out;
 	bpi_stat_add(&w->st_handed, on + out);
 	return on + out;
@@ -330,12 +381,7 @@ static unsigned hand_off(struct bp_worker *w)
 
 	if (w->st->next)
 		return hand_off_chain(w);
-	if (__builtin_expect(w->st->index != 0, 0))
-		/* a chain's last stage: name it in the jobs it failed */
-		for (unsigned i = w->dhead; i < w->dend; i++)
-			name_failure(w->st, w->done[i]);
 	n = bpi_ring_reserve_burst(w->egress, pending(w), &pos);
-
 	if (n <= 0)
 		return 0; /* egress full: the sink is behind, retry next pass */
 	/* quiet: the sink sleeps on sink_wq, woken below */
@@ -363,10 +409,11 @@ static void cancel_jobs(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 
 static void note_batch(struct bp_worker *w, unsigned n)
 {
-	unsigned b = 0;
+	/* bucket b holds [2^b, 2^(b+1)): the leading bit of n >= 1 */
+	unsigned b = 31u - (unsigned)__builtin_clz(n);
 
-	while ((2u << b) <= n && b < BP_BATCH_BUCKETS - 1)
-		b++;
+	if (b > BP_BATCH_BUCKETS - 1)
+		b = BP_BATCH_BUCKETS - 1;
 	bpi_stat_add(&w->st_batches, 1);
 	bpi_stat_add(&w->st_jobs, n);
 	bpi_stat_add(&w->st_batch_hist[b], 1);

@@ -107,11 +107,48 @@ void pb_stage_work(const struct pb_run *run, struct bp_job **jobs, unsigned n)
 	}
 }
 
+/*
+ * A stage's part of the work: from the payload (the first part) or the
+ * previous part's result, its LCG steps, and under the lock the steps of
+ * the mutex-protected section. The steps of all parts add up to the run's
+ * iters, so the result is what one stage doing all of it computes, and
+ * the sink's check is the same. Trivial work (iters 0): the first part
+ * marks, the others carry the result on (a read and a write each).
+ */
+static void pb_part_work(const struct pb_part *pt, struct bp_job **jobs,
+			 unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		__builtin_prefetch(jobs[i], 1, 3);
+	for (unsigned i = 0; i < n; i++) {
+		struct pb_job *j = pb_job_of(jobs[i]);
+		uint64_t x = pt->first ? j->payload : j->result;
+
+		if (pt->run->iters == 0)
+			x = pt->first ? x ^ PB_TRIVIAL_MARK : x;
+		else
+			x = pb_spin(x, pt->iters);
+		j->result = x;
+		jobs[i]->status = BP_JOB_OK;
+	}
+	if (pt->lock) {
+		/* the section a batch of jobs needs alone, as a user who
+		 * batches writes it: one lock per batch */
+		pthread_mutex_lock(pt->lock);
+		for (unsigned i = 0; i < n; i++) {
+			struct pb_job *j = pb_job_of(jobs[i]);
+
+			j->result = pb_spin(j->result, pt->lock_iters);
+		}
+		pthread_mutex_unlock(pt->lock);
+	}
+}
+
 static void pb_stage_process(void *state, struct bp_worker *w,
 			     struct bp_job **jobs, unsigned n)
 {
 	(void)state;
-	pb_stage_work(bp_worker_stage_ctx(w), jobs, n);
+	pb_part_work(bp_worker_stage_ctx(w), jobs, n);
 	bp_worker_complete(w, jobs, n);
 }
 
@@ -335,10 +372,64 @@ void pb_policy(struct bp_wait_policy *pol, int wait)
 }
 
 /* Build and start a pipeline for *run (config copied: cpus may be local). */
+/*
+ * The run's parts, and with more than one stage (or a serial stage) the
+ * chain in c (chain: the caller's array): each stage W workers, its share
+ * of the work, the config's pinning.
+ */
+static void pb_shape(struct pb_run *run, struct bp_pipeline_config *c,
+		     struct bp_chain_stage *chain)
+{
+	unsigned n = run->stages ? run->stages : 1;
+	uint64_t shared = run->iters, serial = 0;
+
+	if (run->serial != PB_SERIAL_NONE) {
+		n = run->serial == PB_SERIAL_STAGE ? 2 : 1;
+		serial = run->serial_iters;
+		shared = run->iters - serial;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct pb_part *pt = &run->parts[k];
+
+		pt->run = run;
+		pt->first = k == 0;
+		/* the shared steps split evenly, the last takes the rest */
+		pt->iters = shared / n + (k == n - 1 ? shared % n : 0);
+	}
+	if (run->serial == PB_SERIAL_STAGE) {
+		run->parts[0].iters = shared;
+		run->parts[1].iters = serial;
+	} else if (run->serial == PB_SERIAL_MUTEX) {
+		run->parts[0].lock = &run->lock;
+		run->parts[0].lock_iters = serial;
+	}
+	if (n == 1)
+		return;
+	for (unsigned k = 0; k < n; k++) {
+		chain[k] = (struct bp_chain_stage){
+			.stage = c->stage,
+			.stage_ctx = &run->parts[k],
+			.workers = c->workers,
+			.worker_cpus = c->worker_cpus,
+			.n_worker_cpus = c->n_worker_cpus};
+		if (k == 1 && run->serial == PB_SERIAL_STAGE) {
+			chain[k].workers = 1;
+			chain[k].flags = BP_STAGE_SERIAL;
+		}
+	}
+	c->stages = chain;
+	c->n_stages = n;
+	c->stage = NULL;
+	c->stage_ctx = NULL;
+	c->worker_cpus = NULL;
+	c->n_worker_cpus = 0;
+}
+
 void pb_pipeline_up(struct pb_run *run)
 {
 	const struct pb_opts *o = run->o;
 	struct bp_pipeline_config c;
+	struct bp_chain_stage chain[PB_MAX_STAGES];
 	int cpus[BENCH_MAX_CPUS], rc;
 
 	bp_pipeline_config_init(&c);
@@ -367,7 +458,8 @@ void pb_pipeline_up(struct pb_run *run)
 			o->a.cpus[(run->P + run->W) % (unsigned)o->a.ncpus];
 	}
 	c.stage = &pb_stage;
-	c.stage_ctx = run;
+	c.stage_ctx = &run->parts[0];
+	pb_shape(run, &c, chain);
 	c.sink = pb_sink;
 	c.sink_ctx = run;
 	c.log = pb_log;
@@ -474,6 +566,8 @@ void pb_run_init(struct pb_run *run, const struct pb_opts *o,
 	s->nret = bench_zalloc(sizeof(*s->nret) * P);
 	s->ret = bench_zalloc(sizeof(*s->ret) * P * PB_SINK_CHUNK);
 	pthread_barrier_init(&run->start, NULL, P + 1);
+	pthread_mutex_init(&run->lock, NULL);
+	run->stages = 1;
 }
 
 void pb_run_fini(struct pb_run *run)
@@ -484,6 +578,7 @@ void pb_run_fini(struct pb_run *run)
 	free(run->sink.nret);
 	free(run->sink.ret);
 	pthread_barrier_destroy(&run->start);
+	pthread_mutex_destroy(&run->lock);
 }
 
 void pb_prepare_producers(struct pb_run *run)
@@ -508,12 +603,25 @@ struct pb_result pb_run_once(const struct pb_opts *o, struct pb_producer *prod,
 			     unsigned P, unsigned W, unsigned B, int wait,
 			     bool ordered, uint64_t iters, unsigned ms)
 {
+	return pb_run_shaped(o, prod, P, W, B, wait, ordered, iters, ms,
+			     o->stages, PB_SERIAL_NONE, 0);
+}
+
+struct pb_result pb_run_shaped(const struct pb_opts *o,
+			       struct pb_producer *prod, unsigned P, unsigned W,
+			       unsigned B, int wait, bool ordered,
+			       uint64_t iters, unsigned ms, unsigned stages,
+			       enum pb_serial serial, uint64_t serial_iters)
+{
 	struct pb_run run;
 	struct bp_pipeline_stats st;
 	struct pb_result res;
 	int64_t t0;
 
 	pb_run_init(&run, o, prod, P);
+	run.stages = stages;
+	run.serial = serial;
+	run.serial_iters = serial_iters;
 	run.W = W;
 	run.B = B;
 	run.wait = (unsigned)wait;

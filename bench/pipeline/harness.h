@@ -29,6 +29,7 @@
 #define PB_MAX_RUNS	 100
 #define PB_MAX_PRODUCERS 64
 #define PB_MAX_POINTS	 512
+#define PB_MAX_STAGES	 8
 #define PB_NWAITS	 3
 #define PB_SINK_CHUNK	 256
 /* a blocked producer re-checks the stop flag this often */
@@ -61,6 +62,8 @@ struct pb_opts {
 	int waits[PB_NWAITS];
 	int nwaits;
 	int pin, latency, sweep_only, plain;
+	unsigned stages; /* --stages: each pipeline a chain of this many */
+	int workers_set, batches_set; /* given: --stages keeps them */
 	int lat_set, wake_set, idle_set; /* given: --quick leaves them */
 };
 
@@ -132,6 +135,24 @@ struct pb_sink_state {
 
 enum pb_mode { PB_THROUGHPUT, PB_LATENCY };
 
+/*
+ * The shape of a run's pipeline (pipeline/chain.c): one stage, or a chain
+ * of `stages`, each with W workers and its share of the work; serial: the
+ * run's serial part (serial_iters of every job's work) in a serial stage
+ * after one parallel stage, or, PB_SERIAL_MUTEX, inside a mutex in the
+ * one stage.
+ */
+enum pb_serial { PB_SERIAL_NONE, PB_SERIAL_STAGE, PB_SERIAL_MUTEX };
+
+/* One stage's part of every job's work (its stage context). */
+struct pb_part {
+	const struct pb_run *run;
+	uint64_t iters;	      /* LCG steps, continuing the previous part's */
+	uint64_t lock_iters;  /* PB_SERIAL_MUTEX: steps under the lock */
+	pthread_mutex_t *lock;
+	bool first;	      /* starts from the payload */
+};
+
 struct pb_run {
 	const struct pb_opts *o;
 	struct bp_pipeline *p;
@@ -144,6 +165,11 @@ struct pb_run {
 	int64_t gap_ns;	      /* latency: idle time before each job */
 	unsigned prod_wait;   /* how producers wait for free jobs */
 	const char *variant;  /* in messages: NULL = the pipeline (or alone) */
+	unsigned stages;      /* 1: one stage; else a chain (pb_part each) */
+	enum pb_serial serial;
+	uint64_t serial_iters; /* of iters, what the serial part does */
+	struct pb_part parts[PB_MAX_STAGES];
+	pthread_mutex_t lock;  /* PB_SERIAL_MUTEX */
 	pthread_barrier_t start;
 	struct pb_sink_state sink;
 	atomic_int stop __attribute__((aligned(BENCH_CACHELINE)));
@@ -202,6 +228,12 @@ void pb_policy(struct bp_wait_policy *pol, int wait);
 void pb_spawn(pthread_t *t, void *(*fn)(void *), void *arg, int cpu);
 
 /* One throughput run of one point. */
+/* pb_run_once with a shape: stages (1: one), serial part, its steps. */
+struct pb_result pb_run_shaped(const struct pb_opts *o,
+			       struct pb_producer *prod, unsigned P, unsigned W,
+			       unsigned B, int wait, bool ordered,
+			       uint64_t iters, unsigned ms, unsigned stages,
+			       enum pb_serial serial, uint64_t serial_iters);
 struct pb_result pb_run_once(const struct pb_opts *o, struct pb_producer *prod,
 			     unsigned P, unsigned W, unsigned B, int wait,
 			     bool ordered, uint64_t iters, unsigned ms);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/chain.h"
 #include "pipeline/experiments.h"
 
 static void pb_loadavg(char *buf, size_t len)
@@ -155,6 +156,7 @@ PB_UINT_OPT(pb_set_idle_ms, idle_ms, 1, 600000, o->idle_set = 1)
 PB_UINT_OPT(pb_set_inflight, inflight, 1, BP_MAX_INFLIGHT, )
 PB_UINT_OPT(pb_set_ingress, ingress, 1, BP_MAX_RING, )
 PB_UINT_OPT(pb_set_egress, egress, 1, BP_MAX_RING, )
+PB_UINT_OPT(pb_set_stages, stages, 1, PB_MAX_STAGES, )
 
 static int pb_set_workers(struct bench_args *a, const char *arg)
 {
@@ -162,6 +164,7 @@ static int pb_set_workers(struct bench_args *a, const char *arg)
 
 	o->nworkers = bench_parse_uints(arg, o->workers, PB_MAX_WLIST, 1,
 					BP_MAX_WORKERS);
+	o->workers_set = 1;
 	return o->nworkers < 0 ? -1 : 0;
 }
 
@@ -171,6 +174,7 @@ static int pb_set_batches(struct bench_args *a, const char *arg)
 
 	o->nbatches = bench_parse_uints(arg, o->batches, PB_MAX_BATCHES, 1,
 					BP_MAX_BATCH);
+	o->batches_set = 1;
 	return o->nbatches < 0 ? -1 : 0;
 }
 
@@ -253,6 +257,12 @@ static const struct bench_opt pb_options[] = {
 	{"no-plain", NULL, pb_set_no_plain,
 	 "skip the plain variant (the hand-written design with\n"
 	 "no library, run at every unordered W x B x wait point)"},
+	{"stages", "N", pb_set_stages,
+	 "chains of N stages (2..8), W workers each, the work split\n"
+	 "evenly: against one stage doing all of it, and a serial\n"
+	 "stage against a mutex section (default workers 2, batches\n"
+	 "1,32); with --sweep-only, every pipeline of the sweep is\n"
+	 "such a chain (for scripts/instructions.py --stages N)"},
 	{"sweep-only", NULL, pb_set_sweep_only,
 	 "only workers x batches x waits, unordered: no ordered,\n"
 	 "ring, work, plain or headline points (for profiling one\n"
@@ -315,6 +325,7 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	o->idle_ms = 1000;
 	o->latency = 1;
 	o->plain = 1;
+	o->stages = 1;
 	o->nworkers = bench_parse_uints("1,2,4,8,16", o->workers, PB_MAX_WLIST,
 					1, BP_MAX_WORKERS);
 	o->nbatches = bench_parse_uints("1,8,32,128", o->batches,
@@ -335,6 +346,16 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	if (o->pool < 2 * PB_HEAD_B)
 		return bench_usage_error(&o->a, "--pool must be >= %u",
 					 2 * PB_HEAD_B);
+	if (o->stages > 1 && !o->sweep_only) {
+		if (!o->workers_set)
+			o->nworkers = bench_parse_uints("2", o->workers,
+							PB_MAX_WLIST, 1,
+							BP_MAX_WORKERS);
+		if (!o->batches_set)
+			o->nbatches = bench_parse_uints("1,32", o->batches,
+							PB_MAX_BATCHES, 1,
+							BP_MAX_BATCH);
+	}
 	if (o->a.quick) {
 		if (!o->a.runs_set)
 			o->a.runs = 3;
@@ -405,6 +426,18 @@ int bench_pipeline_main(int argc, char **argv)
 	prod = bench_zalloc(sizeof(*prod) * o.producers);
 	for (unsigned i = 0; i < o.producers; i++)
 		pb_pool_init(&prod[i], i, o.pool, o.pool);
+	if (o.stages > 1 && !o.sweep_only) {
+		/* the chain experiment instead of the sweep (chain.c) */
+		rc = pb_chain_main(&o, prod, r->iters);
+		fprintf(stderr,
+			"bpbench pipeline: done in %.1f s, every run verified "
+			"(%" PRIu64 " jobs)\n",
+			(double)(bench_now_ns() - t0) / 1e9, pb_jobs_verified);
+		for (unsigned i = 0; i < o.producers; i++)
+			pb_pool_fini(&prod[i]);
+		free(prod);
+		goto out;
+	}
 	lp = bench_zalloc(sizeof(*lp));
 	pb_pool_init(lp, 0, 1, 1);
 	lp->samples = bench_zalloc(sizeof(*lp->samples) * PB_MAX_SAMPLES);
@@ -426,6 +459,7 @@ int bench_pipeline_main(int argc, char **argv)
 	pb_pool_fini(lp);
 	free(prod);
 	free(lp);
+out:
 	free(r->mj);
 	free(r->p50);
 	free(r->p99);
