@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "lab/clock.h"
 #include "lab/rand.h"
 #include "lab/stats.h"
 #include "pipeline/chain.h"
@@ -48,14 +48,6 @@ struct cpoint {
 	double mj[PB_MAX_RUNS], cpu[PB_MAX_RUNS];
 };
 
-static double process_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static void run_point(const struct pb_opts *o, struct pb_producer *prod,
 		      struct cpoint *c, int run)
 {
@@ -63,11 +55,11 @@ static void run_point(const struct pb_opts *o, struct pb_producer *prod,
 	enum pb_serial serial = c->v == V_MUTEX	   ? PB_SERIAL_MUTEX
 				: c->v == V_SERIAL ? PB_SERIAL_STAGE
 						   : PB_SERIAL_NONE;
-	double cpu0 = process_cpu_ns();
+	double cpu0 = (double)bench_process_cpu_ns();
 	struct pb_result r = pb_run_shaped(
 		o, prod, o->producers, c->W, c->B, PB_HEAD_WAIT, false,
 		c->iters, o->a.ms, stages, serial, c->iters / SERIAL_SHARE);
-	double cpu = process_cpu_ns() - cpu0;
+	double cpu = (double)bench_process_cpu_ns() - cpu0;
 
 	c->mj[run] = r.mjobs;
 	/* jobs: the rate over the producing time, near enough for CPU/job */

@@ -347,6 +347,10 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 		return bench_usage_error(&o->a, "--pool must be >= %u",
 					 2 * PB_HEAD_B);
 	if (o->stages > 1 && !o->sweep_only) {
+		if (o->a.csv || o->a.json || o->a.out)
+			return bench_usage_error(
+				&o->a, "--stages prints its tables only (no "
+				       "--csv, --json or --out)");
 		if (!o->workers_set)
 			o->nworkers = bench_parse_uints("2", o->workers,
 							PB_MAX_WLIST, 1,

@@ -85,8 +85,21 @@ counts=$(check_csv "$tmp/np.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
 [ "$counts" = "5 2 2 0" ] ||
 	fail "rows per block with --no-plain: $counts, expected 5 2 2 0"
 
+# --stages: a chain against one stage, a serial stage against a mutex
+"$BPBENCH" pipeline --stages 2 --runs 1 --ms 5 --work-ns 200 --pool 256 \
+	>"$tmp/st.out" 2>"$tmp/err" ||
+	fail "pipeline --stages 2 exited $?: $(tail -3 "$tmp/err")"
+grep -q "every run verified" "$tmp/err" || fail "--stages: no verified count"
+for want in '^trivial +2 +1 ' '^trivial +2 +32 ' '^work +2 +32 ' \
+	'^ +2 +32 +[0-9.]+ +[0-9.]+ ' '^1\. 2-stage chain' \
+	'target >= 0\.9: (met|MISSED)' '^3\. serial stage / mutex section'; do
+	grep -Eq -- "$want" "$tmp/st.out" ||
+		fail "--stages output lacks /$want/: $(cat "$tmp/st.out")"
+done
+
 for bad in "--bogus" "--runs 0" "--workers" "--waits spin" \
-	"--batches 4096 --pool 4096" "--pool 10" "--cpus 99999" "stray"; do
+	"--batches 4096 --pool 4096" "--pool 10" "--cpus 99999" "stray" \
+	"--stages 9" "--stages 2 --csv"; do
 	# shellcheck disable=SC2086 # the words are the arguments
 	"$BPBENCH" pipeline $bad >/dev/null 2>"$tmp/err"
 	rc=$?
@@ -96,7 +109,7 @@ done
 "$BPBENCH" pipeline --help >"$tmp/help" || fail "--help exited $?"
 for opt in --runs --ms --producers --workers --batches --waits --work-ns \
 	--pool --lat-ms --wake-samples --wake-gap-us --idle-ms --no-latency \
-	--no-plain --sweep-only --pin --inflight --ingress --egress --spin-ns --yields \
+	--no-plain --sweep-only --stages --pin --inflight --ingress --egress --spin-ns --yields \
 	--cpus --seed --quick --csv --out --name --help; do
 	grep -q -- "^  $opt\b" "$tmp/help" || fail "--help does not list $opt"
 done
