@@ -166,6 +166,9 @@ static int check_stages(const struct bp_pipeline_config *c)
 		return invalid(c, "stages (NULL with n_stages > 0)");
 	if (c->n_stages > BP_MAX_STAGES)
 		return invalid(c, "n_stages (1..16)");
+	if (c->n_stages == 1 && c->chain_max_inflight)
+		return invalid(c, "chain_max_inflight (a chain of one stage: "
+				  "use max_inflight)");
 	if (c->chain_max_inflight > BP_MAX_RING)
 		return invalid(c, "chain_max_inflight (0..2^24)");
 	for (unsigned k = 0; k < c->n_stages; k++)
@@ -188,9 +191,11 @@ int bpi_config_check(const struct bp_pipeline_config *c)
 		return invalid(c, "ingress_capacity (1..2^24)");
 	if (c->egress_capacity < 1 || c->egress_capacity > BP_MAX_RING)
 		return invalid(c, "egress_capacity (1..2^24)");
-	if (c->max_batch < 1 || c->max_batch > BP_MAX_BATCH)
+	/* a chain checks them as each entry's defaults (check_chain_stage) */
+	if (!c->n_stages && (c->max_batch < 1 || c->max_batch > BP_MAX_BATCH))
 		return invalid(c, "max_batch (1..4096)");
-	if (c->max_inflight < c->max_batch || c->max_inflight > BP_MAX_INFLIGHT)
+	if (!c->n_stages && (c->max_inflight < c->max_batch ||
+			     c->max_inflight > BP_MAX_INFLIGHT))
 		return invalid(c, "max_inflight (max_batch..65536)");
 	if (bp_wait_policy_check(&c->worker_wait))
 		return invalid(c, "worker_wait (unknown strategy)");

@@ -174,6 +174,10 @@ static bool batch_fits(struct bp_pipeline *p, const struct bpi_stage *st,
 	unsigned top = st->max_inflight < BP_MAX_BATCH ? st->max_inflight
 						       : BP_MAX_BATCH;
 
+	/* stage 0 of a gated chain: a batch never larger than the gate */
+	if (st->index == 0 && p->gate && p->gate < top)
+		top = p->gate;
+
 	if (max_batch >= 1 && max_batch <= top)
 		return true;
 	bpi_log(&p->log, BP_LOG_ERROR, "%s: %u is outside 1..%u (stage %u)",

@@ -118,13 +118,26 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 				 handed > queued + delivered
 			 ? handed - queued - delivered
 			 : 0;
-	bpi_log(&p->log, lvl,
-		"%s: sink: %s: delivered %llu of %llu submitted, %llu queued "
-		"for it, %llu in its reorder window",
-		who, queued ? "behind" : "waiting for the workers",
-		(unsigned long long)delivered,
-		(unsigned long long)bpi_ring_enqueued(p->ingress),
-		(unsigned long long)queued, (unsigned long long)window);
+	if (p->cfg.ordered && p->nstages > 1)
+		/* a chain's handed counts include the links: the window's
+		 * fill is not known here, but what it waits for is */
+		bpi_log(&p->log, lvl,
+			"%s: sink: %s: delivered %llu of %llu submitted, %llu "
+			"queued for it; ordered: waiting for seq %llu",
+			who, queued ? "behind" : "waiting for the workers",
+			(unsigned long long)delivered,
+			(unsigned long long)bpi_ring_enqueued(p->ingress),
+			(unsigned long long)queued,
+			(unsigned long long)atomic_load_explicit(
+				&p->gate_delivered, memory_order_relaxed));
+	else
+		bpi_log(&p->log, lvl,
+			"%s: sink: %s: delivered %llu of %llu submitted, %llu "
+			"queued for it, %llu in its reorder window",
+			who, queued ? "behind" : "waiting for the workers",
+			(unsigned long long)delivered,
+			(unsigned long long)bpi_ring_enqueued(p->ingress),
+			(unsigned long long)queued, (unsigned long long)window);
 }
 
 /*

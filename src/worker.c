@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "src/jobcheck.h"
@@ -129,6 +130,17 @@ static inline uint64_t in_stage(const struct bp_worker *w)
 	return w->taken - w->handed - pending(w);
 }
 
+/* "worker 3", or in a chain "stage 1 worker 3": for log lines. */
+static const char *worker_name(const struct bp_worker *w, char *buf,
+			       size_t size)
+{
+	if (w->p->nstages > 1)
+		snprintf(buf, size, "stage %u worker %u", w->st->index, w->id);
+	else
+		snprintf(buf, size, "worker %u", w->id);
+	return buf;
+}
+
 /*
  * A completion that would complete more jobs than the stage holds, or a
  * NULL or odd job pointer (the egress ring does not check items again),
@@ -138,10 +150,13 @@ static inline uint64_t in_stage(const struct bp_worker *w)
 static int __attribute__((noinline, cold))
 refuse(struct bp_worker *w, unsigned n, const char *why)
 {
+	char who[48];
+
 	bpi_log(&w->p->log, BP_LOG_ERROR,
-		"worker %u: bp_worker_complete of %u jobs refused, none "
-		"accepted: %s (the stage holds %llu)",
-		w->id, n, why, (unsigned long long)in_stage(w));
+		"%s: bp_worker_complete of %u jobs refused, none accepted: %s "
+		"(the stage holds %llu)",
+		worker_name(w, who, sizeof(who)), n, why,
+		(unsigned long long)in_stage(w));
 	return -EINVAL;
 }
 
@@ -162,11 +177,14 @@ static void __attribute__((noinline, cold))
 log_repeats(struct bp_worker *w, const struct bp_job *first, unsigned repeats,
 	    unsigned n)
 {
+	char who[48];
+
 	bpi_log(&w->p->log, BP_LOG_ERROR,
-		"worker %u: bp_worker_complete: %u of %u jobs refused: "
-		"completed already (the first: job seq %llu); the other %u "
-		"accepted",
-		w->id, repeats, n, (unsigned long long)first->seq, n - repeats);
+		"%s: bp_worker_complete: %u of %u jobs refused: completed "
+		"already%s (the first: job seq %llu); the other %u accepted",
+		worker_name(w, who, sizeof(who)), repeats, n,
+		w->p->nstages > 1 ? ", or not this stage's" : "",
+		(unsigned long long)first->seq, n - repeats);
 }
 
 /* Name this stage in a job it failed, unless an earlier stage did. */
@@ -434,10 +452,13 @@ static int ingress_ready(void *arg)
 }
 
 /*
- * Workers asleep in a futex wait: on ingress, or on their progress queue
- * (held back by the sink). relaxed: a hint, a stale count wakes one worker
- * too many or too few. A worker still in its wait's spin phase counts as
- * awake: it holds a CPU, and it takes what comes without a wake-up.
+ * Workers of a stage asleep in a futex wait: on its intake (ingress or its
+ * link), on their progress queue (held back by the sink), on the next
+ * link's not-full queue (held back by the next stage) or on the gate
+ * (stage 0 of a gated chain). relaxed: a hint, a stale count wakes one
+ * worker too many or too few. A worker still in its wait's spin phase
+ * counts as awake: it holds a CPU, and it takes what comes without a
+ * wake-up.
  */
 static unsigned workers_asleep(const struct bp_pipeline *p,
 			       const struct bpi_stage *st,
@@ -445,6 +466,12 @@ static unsigned workers_asleep(const struct bp_pipeline *p,
 {
 	unsigned n = __atomic_load_n(&in_q->sleepers, __ATOMIC_RELAXED);
 
+	if (st->next)
+		n += __atomic_load_n(&bpi_ring_not_full(st->next)->sleepers,
+				     __ATOMIC_RELAXED);
+	if (st->index == 0 && p->gate)
+		n += __atomic_load_n(&p->gate_wq.sleepers,
+				     __ATOMIC_RELAXED);
 	for (unsigned i = st->first; i < st->first + st->nworkers; i++)
 		n += __atomic_load_n(&p->workers[i].progress.sleepers,
 				     __ATOMIC_RELAXED);
@@ -814,7 +841,15 @@ static void idle(struct bp_worker *w, bool eos)
 	cfg_offline(w);
 	bpi_wait_loop(&pol, q, ready, w, -1);
 	cfg_online(w);
-	w->pass_on = ready == worker_has_work;
+	/*
+	 * Back from a wait on intake, the wake-one queue may have woken this
+	 * worker alone: pass it on at the next take. Also after a wait on
+	 * the gate that an intake wake-up led to (pass_on still set: the
+	 * take found the gate closed and took nothing), or the workers still
+	 * asleep on intake would stay so while it never empties.
+	 */
+	w->pass_on = w->pass_on || ready == worker_has_work ||
+		     ready == gate_open;
 }
 static int go_said(void *arg)
 {

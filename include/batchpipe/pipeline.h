@@ -385,9 +385,12 @@ int bp_pipeline_set_stage_ctx(struct bp_pipeline *p, void *ctx);
 
 /*
  * A chain's live changes, per stage (0..n_stages-1; -EINVAL, logged, for
- * another index): as above, waiting for that stage's workers only.
- * bp_pipeline_set_max_batch sets every stage's (each within its own
- * max_inflight), bp_pipeline_set_worker_wait every stage's policy, and
+ * another index): as above, waiting for that stage's workers only; a
+ * max_batch must fit the stage's max_inflight (stage 0's also the
+ * chain's gate, chain_max_inflight). bp_pipeline_set_max_batch sets every
+ * stage's (-EINVAL, nothing changed, unless it fits every stage; a drain
+ * or abort that begins meanwhile may leave later stages unchanged, with
+ * -EPIPE), bp_pipeline_set_worker_wait every stage's policy, and
  * bp_pipeline_set_stage_ctx stage 0's context. Stage 0's max_batch is
  * also the producer handles' batch.
  */

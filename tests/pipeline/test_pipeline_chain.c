@@ -629,6 +629,140 @@ static void test_serial(bool ordered, unsigned B, unsigned n)
 	bp_pipeline_destroy(p);
 }
 
+/* ------------------------------------------- a completion given twice */
+
+/*
+ * Stage 0 holds what it takes and completes it from poll, each job twice:
+ * the repeat must be refused (the job went on to stage 1, which accepts
+ * only jobs marked for it), and every job still reaches the sink once.
+ * Before the per-stage marks, the repeat was accepted as the completion of
+ * a job the stage still held, which then never reached the sink.
+ */
+static atomic_uint repeats_refused;
+
+struct twice {
+	struct bp_job *held[64];
+	unsigned n;
+};
+
+static int tw_init(struct bp_worker *w, void **state)
+{
+	(void)w;
+	*state = calloc(1, sizeof(struct twice));
+	return *state ? 0 : -ENOMEM;
+}
+
+static void tw_fini(void *state, struct bp_worker *w)
+{
+	(void)w;
+	free(state);
+}
+
+static void tw_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		       unsigned n)
+{
+	struct twice *t = state;
+
+	(void)w;
+	for (unsigned i = 0; i < n; i++) {
+		jobs[i]->status = BP_JOB_OK;
+		t->held[t->n++] = jobs[i];
+	}
+}
+
+static void tw_poll(void *state, struct bp_worker *w)
+{
+	struct twice *t = state;
+
+	while (t->n) {
+		struct bp_job *j = t->held[--t->n];
+
+		if (bp_worker_complete(w, &j, 1) != 1)
+			pt_fail("twice: the first completion refused");
+		/* again, while the stage may hold others: refused */
+		if (bp_worker_complete(w, &j, 1) != 0)
+			pt_fail("twice: a repeat accepted");
+		else
+			atomic_fetch_add(&repeats_refused, 1);
+	}
+}
+
+static void pass_process(void *state, struct bp_worker *w,
+			 struct bp_job **jobs, unsigned n)
+{
+	(void)state;
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage tw_stage = {.name = "twice",
+					 .init = tw_init,
+					 .process = tw_process,
+					 .poll = tw_poll,
+					 .fini = tw_fini};
+static const struct bp_stage pass_stage = {.name = "pass",
+					   .process = pass_process};
+
+static void count_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_fetch_add(&((struct job *)jobs[i])->delivered, 1))
+			pt_fail("twice: a job delivered twice");
+	atomic_fetch_add(&R.delivered, n);
+}
+
+static int refusals_logged;
+
+static void refusal_log(void *ctx, enum bp_log_level lvl, const char *msg)
+{
+	(void)ctx;
+	if (lvl == BP_LOG_ERROR && strstr(msg, "stage 0 worker") &&
+	    strstr(msg, "completed already"))
+		__atomic_fetch_add(&refusals_logged, 1, __ATOMIC_RELAXED);
+}
+
+static void test_repeat(void)
+{
+	enum { N = 2000 };
+	struct bp_chain_stage cs[2];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	unsigned accepted;
+	int rc;
+
+	reset(N);
+	atomic_store(&repeats_refused, 0);
+	memset(cs, 0, sizeof(cs));
+	cs[0] = (struct bp_chain_stage){.stage = &tw_stage, .workers = 1};
+	cs[1] = (struct bp_chain_stage){.stage = &pass_stage, .workers = 2};
+	bp_pipeline_config_init(&cfg);
+	cfg.stages = cs;
+	cfg.n_stages = 2;
+	cfg.max_batch = 8;
+	cfg.max_inflight = 64;
+	cfg.sink = count_sink;
+	cfg.log = refusal_log;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		pt_fail("twice: %s", bp_strerror(rc));
+		bp_pipeline_destroy(p);
+		return;
+	}
+	accepted = run_producers(p, 8, NULL);
+	rc = bp_pipeline_drain_timeout(p, 20ll * 1000000000);
+	if (rc || atomic_load(&R.delivered) != accepted || accepted != N)
+		pt_fail("twice: drain %s, %u of %u delivered", bp_strerror(rc),
+			atomic_load(&R.delivered), accepted);
+	if (atomic_load(&repeats_refused) != N)
+		pt_fail("twice: %u repeats refused of %u",
+			atomic_load(&repeats_refused), N);
+	if (!__atomic_load_n(&refusals_logged, __ATOMIC_RELAXED))
+		pt_fail("twice: no refusal logged with its stage");
+	printf("a completion given twice: %u repeats refused, %u delivered\n",
+	       atomic_load(&repeats_refused), atomic_load(&R.delivered));
+	bp_pipeline_destroy(p);
+}
+
 /* --------------------------------------------- abort during a change */
 
 static void change_then_abort(struct bp_pipeline *p)
@@ -843,6 +977,18 @@ static void test_misuse(void)
 	cfg.stage = &stage0;
 	cfg.chain_max_inflight = 64;
 	expect_invalid("chain_max_inflight on one stage", &cfg);
+	FRESH();
+	cfg.n_stages = 1;
+	cfg.chain_max_inflight = 64;
+	expect_invalid("chain_max_inflight on a chain of one", &cfg);
+	FRESH();
+	cfg.max_inflight = 4; /* the entries' own values make it valid */
+	cs[0].max_batch = cs[1].max_batch = 4;
+	cs[0].max_inflight = cs[1].max_inflight = 8;
+	if (bp_pipeline_create(&cfg, &p) != 0)
+		pt_fail("a chain whose entries set their own limits refused");
+	bp_pipeline_destroy(p);
+	p = NULL;
 
 	/* a valid chain: per-stage calls with a bad index */
 	FRESH();
@@ -885,6 +1031,7 @@ int main(void)
 	test_serial(false, 8, n);
 	test_serial(true, 1, n / 4);
 	test_serial(false, 32, n);
+	test_repeat();
 	test_abort();
 	test_flush();
 	free(R.jobs);
