@@ -116,7 +116,8 @@ static int create_stage(struct bp_pipeline *p, struct bpi_stage *st,
 /*
  * A serial stage after stage 0 (BP_STAGE_SERIAL): its order buffer, as
  * large as the sink's reorder window, for the same reason (the gate
- * bounds the seqs in flight); its one worker may hold that many. Every
+ * bounds the seqs in flight). Its worker files up to that many, and holds
+ * (releases to process) up to its own max_inflight. Every
  * stage before the last serial one hands every job on (forward_all), and
  * the stages after such a stage skip the failed ones they do not take
  * (filter_failed), so the serial stage's seqs come dense.
@@ -141,7 +142,6 @@ static int create_order(struct bp_pipeline *p, uint64_t size)
 		if (!st->order)
 			return -ENOMEM;
 		st->order_mask = size - 1;
-		st->max_inflight = (unsigned)size;
 	}
 	return 0;
 }

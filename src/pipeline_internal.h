@@ -94,6 +94,11 @@ struct bpi_stage {
 	struct bp_job **order;
 	uint64_t order_mask, order_next;
 	unsigned parked;
+	bool flush_logged; /* order_flush said so once */
+	/* parked and order_next as last published, for stall reports
+	 * (relaxed: a snapshot) */
+	_Atomic unsigned stall_parked;
+	_Atomic uint64_t stall_next;
 	int *cpus; /* copied worker_cpus, ncpus of them */
 	unsigned ncpus;
 	struct bp_ring *in;   /* ingress (stage 0) or the link in front */

@@ -48,6 +48,17 @@ static void report_stage(struct bp_pipeline *p, const struct bpi_stage *st,
 			"%s: stage %u (%s): %u jobs queued in front of it%s",
 			who, st->index, name, bp_ring_count(st->in),
 			bp_ring_is_closed(st->in) ? " (intake ended)" : "");
+	/* relaxed: a snapshot of the serial worker's counts */
+	if (st->order && atomic_load_explicit(&st->stall_parked,
+					      memory_order_relaxed))
+		bpi_log(&p->log, lvl,
+			"%s: stage %u (%s, serial): %u jobs filed, waiting for "
+			"seq %llu",
+			who, st->index, name,
+			atomic_load_explicit(&st->stall_parked,
+					     memory_order_relaxed),
+			(unsigned long long)atomic_load_explicit(
+				&st->stall_next, memory_order_relaxed));
 	if (st->table.stall_report) {
 		char buf[1024] = "";
 		int n = st->table.stall_report(st->create_ctx, buf,

@@ -231,6 +231,18 @@ chain_failures(struct bp_worker *w, struct bp_job **out, unsigned n)
 }
 
 /*
+ * A stage that takes failed jobs and completes one ok has recovered it:
+ * no stage failed it any more (a later failure is named afresh).
+ */
+static void __attribute__((noinline))
+recovered(struct bp_job **out, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (out[i]->status == BP_JOB_OK)
+			out[i]->stage = BP_JOB_NO_STAGE;
+}
+
+/*
  * Each job is checked and marked in its pipeline_word (a load and a store
  * in the line whose status the stage has just set): a job completed twice,
  * in one call or two, is refused by itself, and the others are accepted,
@@ -258,7 +270,8 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		memmove(w->done, w->done + w->dhead,
 			(w->dend - w->dhead) * sizeof(*w->done));
 		w->dend -= w->dhead;
-		w->dscan -= w->dhead;
+		if (w->st->next) /* hand_off_chain's: dscan >= dhead */
+			w->dscan -= w->dhead;
 		w->dhead = 0;
 	}
 	out = w->done + w->dend;
@@ -281,6 +294,9 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		if (__builtin_expect(!diff, 1)) {
 			if (__builtin_expect(any != 0, 0))
 				chain_failures(w, out, n);
+			if (__builtin_expect(w->st->flags & BP_STAGE_TAKES_FAILED,
+					     0))
+				recovered(out, n);
 			w->dend += n;
 			bpi_stat_add(&w->st_completed, n);
 			return (int)n;
@@ -306,6 +322,8 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		log_repeats(w, first_repeat, repeats, n);
 	if (w->st->names_failures)
 		chain_failures(w, out, k);
+	if (w->st->flags & BP_STAGE_TAKES_FAILED)
+		recovered(out, k);
 	w->dend += k;
 	bpi_stat_add(&w->st_completed, k);
 	return (int)k;
@@ -535,7 +553,7 @@ static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 	unsigned room;
 
 	if (!w->st->by_delivery) {
-		room = max - (unsigned)(w->taken - w->handed) - w->st->parked;
+		room = max - (unsigned)(w->taken - w->handed);
 		if (__builtin_expect(w->p->gate != 0, 0) &&
 		    w->st->index == 0 && room) {
 			unsigned g = gate_room(w);
@@ -572,8 +590,13 @@ int bp_worker_intake_arm(struct bp_worker *w)
 
 	if (!w)
 		return -EINVAL;
-	if (w->intake_armed || take_room(w, 1) == 0)
-		return 0; /* armed already, or could take nothing */
+	if (w->intake_armed)
+		return 0; /* armed already */
+	/* a serial stage's next job, filed and now its turn: take it */
+	if (w->st->order && w->st->order[w->st->order_next & w->st->order_mask])
+		return take_room(w, 1) ? 1 : 0;
+	if (take_room(w, 1) == 0)
+		return 0; /* could take nothing */
 	/* intake closed and empty: no job can come (bpi_ring_ready below
 	 * says yes to the end of the stream too), sleep unarmed */
 	if (bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
@@ -653,6 +676,10 @@ static unsigned order_take(struct bp_worker *w, unsigned n, unsigned most)
 	st->order_next = next;
 	st->parked += n - misfits;
 	st->parked -= k - misfits;
+	/* relaxed: a snapshot for stall reports */
+	atomic_store_explicit(&st->stall_parked, st->parked,
+			      memory_order_relaxed);
+	atomic_store_explicit(&st->stall_next, next, memory_order_relaxed);
 	return k;
 }
 
@@ -660,16 +687,21 @@ static unsigned order_take(struct bp_worker *w, unsigned n, unsigned most)
  * The end of a serial stage's stream with jobs still parked: a seq that
  * never came (a bug upstream). They go in seq order rather than never.
  */
-static unsigned __attribute__((noinline, cold)) order_flush(struct bp_worker *w)
+static unsigned __attribute__((noinline, cold))
+order_flush(struct bp_worker *w, unsigned most)
 {
 	struct bpi_stage *st = w->st;
-	unsigned k = 0, parked = st->parked;
+	unsigned k = 0;
 
-	bpi_log(&w->p->log, BP_LOG_ERROR,
-		"stage %u (serial): its intake ended with %u jobs waiting for "
-		"seq %llu, which never came: processed in order without it",
-		st->index, parked, (unsigned long long)st->order_next);
-	for (uint64_t i = 0; i <= st->order_mask && k < parked; i++) {
+	if (!st->flush_logged)
+		bpi_log(&w->p->log, BP_LOG_ERROR,
+			"stage %u (serial): its intake ended with %u jobs "
+			"waiting for seq %llu, which never came: processed in "
+			"order without it",
+			st->index, st->parked,
+			(unsigned long long)st->order_next);
+	st->flush_logged = true;
+	for (uint64_t i = 0; i <= st->order_mask && k < most; i++) {
 		uint64_t at = (st->order_next + i) & st->order_mask;
 
 		if (st->order[at]) {
@@ -677,8 +709,47 @@ static unsigned __attribute__((noinline, cold)) order_flush(struct bp_worker *w)
 			st->order[at] = NULL;
 		}
 	}
-	st->parked = 0;
+	st->parked -= k;
+	atomic_store_explicit(&st->stall_parked, st->parked,
+			      memory_order_relaxed);
 	return k;
+}
+
+/*
+ * A serial stage's take: file what its link has (room: the order buffer,
+ * which the gate keeps from filling), then release the run that is its
+ * turn, within max_batch and what max_inflight leaves. Returns what was
+ * released (in w->buf, in seq order), 1 as progress when jobs were only
+ * filed, 0, or -EPIPE at the end of the stream with nothing parked.
+ */
+static int take_serial(struct bp_worker *w, unsigned batch)
+{
+	struct bpi_stage *st = w->st;
+	unsigned held = (unsigned)(w->taken - w->handed), got = 0, k;
+	uint64_t size = st->order_mask + 1;
+	unsigned room = size > (uint64_t)held + st->parked
+				? (unsigned)(size - held - st->parked)
+				: 0;
+	unsigned cap = st->max_inflight > held ? st->max_inflight - held : 0;
+	int n = 0;
+
+	if (cap > batch)
+		cap = batch;
+	if (room) {
+		/* the previous stage's workers wait for room on the link's
+		 * not-full queue, which the dequeue wakes */
+		n = bp_ring_dequeue_burst(w->in, (void **)w->buf,
+					  batch < room ? batch : room, NULL);
+		got = n > 0 ? (unsigned)n : 0;
+	}
+	if (n == -EPIPE && !st->parked)
+		return -EPIPE;
+	k = order_take(w, got, cap);
+	if (k == 0 && n == -EPIPE && cap)
+		k = order_flush(w, cap);
+	if (k == 0)
+		return got ? -EAGAIN : 0; /* filed only: progress */
+	return (int)k;
 }
 
 /* A job that came failed and this stage does not take (filter_failed). */
@@ -726,9 +797,15 @@ static int take_batch(struct bp_worker *w)
 	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
 	int n;
 
-	if (want == 0)
+	if (w->st->order) {
+		n = take_serial(w, w->cfg->max_batch);
+		if (n == -EAGAIN)
+			return 1; /* filed, not yet their turn: progress */
+		if (n <= 0)
+			return n;
+	} else if (want == 0) {
 		return 0;
-	if (w->in == p->ingress) {
+	} else if (w->in == p->ingress) {
 		/* no wake check of the ring's own: threads waiting for room
 		 * wait for a need of theirs, and bpi_ingress_taken wakes them
 		 * then */
@@ -741,18 +818,6 @@ static int take_batch(struct bp_worker *w)
 		/* a link: the previous stage's workers wait for room on its
 		 * not-full queue, which the dequeue wakes */
 		n = bp_ring_dequeue_burst(w->in, (void **)w->buf, want, NULL);
-		if (w->st->order) {
-			unsigned got = n > 0 ? (unsigned)n : 0;
-
-			if (n >= 0 || w->st->parked) /* also 0: a run may
-							     * be ready */
-				n = (int)order_take(w, got, want);
-			if (n == 0 && got == 0 && w->st->parked &&
-			    bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
-				n = (int)order_flush(w);
-			if (n == 0)
-				return got ? 1 : 0; /* filed: progress */
-		}
 		if (n <= 0)
 			return n;
 	}

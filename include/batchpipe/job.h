@@ -43,7 +43,8 @@ struct bp_job {
 	 * The stage of a chain that first failed or cancelled the job
 	 * (written by the pipeline; meaningful when status is not
 	 * BP_JOB_OK): 0 in a one-stage pipeline; in a chain,
-	 * BP_JOB_NO_STAGE until a stage hands the job on failed.
+	 * BP_JOB_NO_STAGE until a stage completes the job failed (and again
+	 * when a stage with BP_STAGE_TAKES_FAILED completes it ok).
 	 */
 	uint32_t stage;
 	/*

@@ -466,12 +466,21 @@ static void one_mode(const char *name, bool ordered, bool takes_failed,
 
 /* ------------------------------------------------------ serial stage */
 
-static atomic_llong serial_last; /* the last seq the serial stage saw */
-static atomic_uint serial_seen, serial_calls;
-static atomic_int serial_inside; /* > 1: two process calls at once */
-static unsigned serial_B;	/* process gets at most this many */
+/*
+ * A serial stage's checks (its stage context): process calls never
+ * overlap, get at most B jobs, and see the ok jobs in seq order with only
+ * the failed seqs (FAIL_AT) missing; bit: its mark in the job's visits.
+ * An async one holds what it gets and completes it from poll.
+ */
+struct serial_check {
+	atomic_llong last;
+	atomic_uint seen, calls;
+	atomic_int inside;
+	unsigned B, bit;
+	bool async;
+};
 
-/* stage 0 of the serial chain: fails seq % FAIL_EVERY == FAIL_AT */
+/* stage 0 of the serial chains: fails seq % FAIL_EVERY == FAIL_AT */
 static void sf_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 		       unsigned n)
 {
@@ -487,21 +496,42 @@ static void sf_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	bp_worker_complete(w, jobs, n);
 }
 
+struct ser_state {
+	struct bp_job *held[256];
+	unsigned n;
+};
+
+static int ser_init(struct bp_worker *w, void **state)
+{
+	(void)w;
+	*state = calloc(1, sizeof(struct ser_state));
+	return *state ? 0 : -ENOMEM;
+}
+
+static void ser_fini(void *state, struct bp_worker *w)
+{
+	(void)w;
+	if (((struct ser_state *)state)->n)
+		pt_fail("serial: fini with jobs held");
+	free(state);
+}
+
 static void ser_process(void *state, struct bp_worker *w,
 			struct bp_job **jobs, unsigned n)
 {
-	(void)state;
-	if (atomic_fetch_add(&serial_inside, 1))
+	struct serial_check *c = bp_worker_stage_ctx(w);
+	struct ser_state *s = state;
+
+	if (atomic_fetch_add(&c->inside, 1))
 		pt_fail("serial: two process calls at once");
-	atomic_fetch_add(&serial_calls, 1);
-	if (n > serial_B)
-		pt_fail("serial: process got %u jobs, max_batch %u", n,
-			serial_B);
+	atomic_fetch_add(&c->calls, 1);
+	if (n > c->B)
+		pt_fail("serial: process got %u jobs, max_batch %u", n, c->B);
 	for (unsigned i = 0; i < n; i++) {
 		struct job *j = (struct job *)jobs[i];
-		long long last = atomic_load(&serial_last);
+		long long last = atomic_load(&c->last);
 
-		atomic_fetch_or(&j->visits, 2u);
+		atomic_fetch_or(&j->visits, c->bit);
 		if (jobs[i]->status != BP_JOB_OK)
 			pt_fail("serial: a failed job (seq %llu) came in",
 				(unsigned long long)j->hdr.seq);
@@ -509,15 +539,30 @@ static void ser_process(void *state, struct bp_worker *w,
 			pt_fail("serial: seq %llu after %lld",
 				(unsigned long long)j->hdr.seq, last);
 		/* the next ok seq: failed ones (FAIL_AT) skipped */
-		for (long long s = last + 1; s < (long long)j->hdr.seq; s++)
-			if (s % FAIL_EVERY != FAIL_AT)
-				pt_fail("serial: seq %lld skipped (now %llu)", s,
+		for (long long q = last + 1; q < (long long)j->hdr.seq; q++)
+			if (q % FAIL_EVERY != FAIL_AT)
+				pt_fail("serial: seq %lld skipped (now %llu)", q,
 					(unsigned long long)j->hdr.seq);
-		atomic_store(&serial_last, (long long)j->hdr.seq);
-		atomic_fetch_add(&serial_seen, 1);
+		atomic_store(&c->last, (long long)j->hdr.seq);
+		atomic_fetch_add(&c->seen, 1);
+		if (c->async)
+			s->held[s->n++] = jobs[i];
 	}
-	atomic_fetch_sub(&serial_inside, 1);
-	bp_worker_complete(w, jobs, n);
+	atomic_fetch_sub(&c->inside, 1);
+	if (!c->async)
+		bp_worker_complete(w, jobs, n);
+}
+
+static void ser_poll(void *state, struct bp_worker *w)
+{
+	struct ser_state *s = state;
+
+	/* complete a few at a time, newest first */
+	for (unsigned k = 0; k < 3 && s->n; k++) {
+		struct bp_job *j = s->held[--s->n];
+
+		bp_worker_complete(w, &j, 1);
+	}
 }
 
 static void after_process(void *state, struct bp_worker *w,
@@ -537,7 +582,10 @@ static void after_process(void *state, struct bp_worker *w,
 static const struct bp_stage sf_stage = {.name = "fail-some",
 					 .process = sf_process};
 static const struct bp_stage ser_stage = {.name = "serial",
-					  .process = ser_process};
+					  .init = ser_init,
+					  .process = ser_process,
+					  .poll = ser_poll,
+					  .fini = ser_fini};
 static const struct bp_stage after_stage = {.name = "after",
 					    .process = after_process};
 
@@ -577,8 +625,15 @@ static void serial_sink(void *ctx, struct bp_job **jobs, unsigned n)
 	atomic_fetch_add(&R.delivered, n);
 }
 
-static void test_serial(bool ordered, unsigned B, unsigned n)
+/*
+ * Shapes: fail-some (3 workers) -> serial -> after (2 workers); or, with
+ * two_serial, fail-some -> serial -> serial (the last stage), each serial
+ * stage checking its order; async: the serial stages complete from poll.
+ */
+static void test_serial(bool ordered, unsigned B, unsigned n, bool two_serial,
+			bool async)
 {
+	static struct serial_check chk[2];
 	struct bp_chain_stage cs[3];
 	struct bp_pipeline_config cfg;
 	struct bp_pipeline *p = NULL;
@@ -587,17 +642,31 @@ static void test_serial(bool ordered, unsigned B, unsigned n)
 
 	reset(n);
 	R.ordered = ordered;
-	serial_B = B;
-	atomic_store(&serial_last, -1);
-	atomic_store(&serial_seen, 0);
-	atomic_store(&serial_calls, 0);
+	for (int k = 0; k < 2; k++) {
+		atomic_store(&chk[k].last, -1);
+		atomic_store(&chk[k].seen, 0);
+		atomic_store(&chk[k].calls, 0);
+		atomic_store(&chk[k].inside, 0);
+		chk[k].B = B;
+		chk[k].bit = k ? 4u : 2u;
+		chk[k].async = async;
+	}
 	memset(cs, 0, sizeof(cs));
 	cs[0] = (struct bp_chain_stage){.stage = &sf_stage, .workers = 3};
 	cs[1] = (struct bp_chain_stage){.stage = &ser_stage,
+					.stage_ctx = &chk[0],
 					.workers = 1,
 					.flags = BP_STAGE_SERIAL,
-					.capacity = 32};
-	cs[2] = (struct bp_chain_stage){.stage = &after_stage, .workers = 2};
+					.capacity = 32,
+					/* its own limit, below the buffer's */
+					.max_inflight = 16 > B ? 16 : B};
+	cs[2] = two_serial ? (struct bp_chain_stage){.stage = &ser_stage,
+						     .stage_ctx = &chk[1],
+						     .workers = 1,
+						     .flags = BP_STAGE_SERIAL,
+						     .max_inflight = 64}
+			   : (struct bp_chain_stage){.stage = &after_stage,
+						     .workers = 2};
 	bp_pipeline_config_init(&cfg);
 	cfg.stages = cs;
 	cfg.n_stages = 3;
@@ -620,12 +689,110 @@ static void test_serial(bool ordered, unsigned B, unsigned n)
 			"%u",
 			bp_strerror(rc), accepted, atomic_load(&R.delivered),
 			n);
-	if (atomic_load(&serial_seen) != ok)
-		pt_fail("serial chain: the serial stage saw %u jobs, not %u",
-			atomic_load(&serial_seen), ok);
-	printf("serial stage%s B=%-3u %u jobs in order in %u calls\n",
-	       ordered ? ", ordered" : "", B, atomic_load(&serial_seen),
-	       atomic_load(&serial_calls));
+	for (int k = 0; k < (two_serial ? 2 : 1); k++)
+		if (atomic_load(&chk[k].seen) != ok)
+			pt_fail("serial chain: serial stage %d saw %u jobs, "
+				"not %u",
+				k + 1, atomic_load(&chk[k].seen), ok);
+	printf("serial stage%s%s%s B=%-3u %u jobs in order in %u calls\n",
+	       two_serial ? " x2" : "", async ? ", async" : "",
+	       ordered ? ", ordered" : "", B, atomic_load(&chk[0].seen),
+	       atomic_load(&chk[0].calls));
+	bp_pipeline_destroy(p);
+}
+
+/*
+ * A stage that takes failed jobs recovers them (sets them ok); the next
+ * stage fails others: the sink sees those named with the stage that
+ * failed them last, not the one that failed the recovered job first.
+ */
+static void rc_fail0(void *state, struct bp_worker *w, struct bp_job **jobs,
+		     unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		jobs[i]->status = jobs[i]->seq % 2 ? -EIO : BP_JOB_OK;
+	bp_worker_complete(w, jobs, n);
+}
+
+static void rc_recover(void *state, struct bp_worker *w, struct bp_job **jobs,
+		       unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		if (jobs[i]->status != BP_JOB_OK && jobs[i]->stage != 0)
+			pt_fail("recover: a failed job came from stage %u",
+				jobs[i]->stage);
+		jobs[i]->status = BP_JOB_OK;
+	}
+	bp_worker_complete(w, jobs, n);
+}
+
+static void rc_fail2(void *state, struct bp_worker *w, struct bp_job **jobs,
+		     unsigned n)
+{
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		jobs[i]->status = jobs[i]->seq % 3 == 0 ? -EPROTO : BP_JOB_OK;
+	bp_worker_complete(w, jobs, n);
+}
+
+static const struct bp_stage rc0 = {.name = "fail-odd", .process = rc_fail0};
+static const struct bp_stage rc1 = {.name = "recover",
+				    .process = rc_recover};
+static const struct bp_stage rc2 = {.name = "fail-third",
+				    .process = rc_fail2};
+
+static void recover_sink(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < n; i++) {
+		bool third = jobs[i]->seq % 3 == 0;
+
+		if (third && (jobs[i]->status != -EPROTO || jobs[i]->stage != 2))
+			pt_fail("recover: seq %llu status %d stage %u, want "
+				"-EPROTO from stage 2",
+				(unsigned long long)jobs[i]->seq,
+				jobs[i]->status, jobs[i]->stage);
+		if (!third && (jobs[i]->status != BP_JOB_OK ||
+			       jobs[i]->stage != BP_JOB_NO_STAGE))
+			pt_fail("recover: seq %llu status %d stage %u",
+				(unsigned long long)jobs[i]->seq,
+				jobs[i]->status, jobs[i]->stage);
+	}
+	atomic_fetch_add(&R.delivered, n);
+}
+
+static void test_recover(void)
+{
+	enum { N = 3000 };
+	struct bp_chain_stage cs[3] = {
+		{.stage = &rc0, .workers = 2},
+		{.stage = &rc1, .workers = 1, .flags = BP_STAGE_TAKES_FAILED},
+		{.stage = &rc2, .workers = 2},
+	};
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	unsigned accepted;
+
+	reset(N);
+	bp_pipeline_config_init(&cfg);
+	cfg.stages = cs;
+	cfg.n_stages = 3;
+	cfg.max_batch = 8;
+	cfg.max_inflight = 64;
+	cfg.sink = recover_sink;
+	cfg.log = test_log;
+	if (bp_pipeline_create(&cfg, &p) != 0 || bp_pipeline_start(p) != 0) {
+		pt_fail("recover: pipeline");
+		bp_pipeline_destroy(p);
+		return;
+	}
+	accepted = run_producers(p, 8, NULL);
+	if (bp_pipeline_drain(p) != 0 || atomic_load(&R.delivered) != accepted)
+		pt_fail("recover: %u of %u delivered", atomic_load(&R.delivered),
+			accepted);
+	printf("a failure recovered, another named: %u jobs\n", accepted);
 	bp_pipeline_destroy(p);
 }
 
@@ -1028,9 +1195,13 @@ int main(void)
 	one_mode("ordered, takes failed", true, true, 0, 8, n);
 	one_mode("ordered, gate 64", true, false, 64, 8, n);
 	one_mode("unordered, gate 64", false, false, 64, 8, n);
-	test_serial(false, 8, n);
-	test_serial(true, 1, n / 4);
-	test_serial(false, 32, n);
+	test_serial(false, 8, n, false, false);
+	test_serial(true, 1, n / 4, false, false);
+	test_serial(false, 32, n, false, false);
+	test_serial(true, 8, n / 2, true, false);
+	test_serial(false, 4, n / 2, false, true);
+	test_serial(true, 16, n / 2, true, true);
+	test_recover();
 	test_repeat();
 	test_abort();
 	test_flush();
