@@ -705,6 +705,18 @@ set title 'bp_ring against each other queue, per point (P producers x C consumer
                 self.figure(os.path.basename(png), "the pipeline's throughput.")
         self.step_table("pipeline")
 
+    def chain(self):
+        self.heading("Chains of stages")
+        state = self.step_state("chain", "chain.txt")
+        if state:
+            self.not_run("chain", state)
+            return
+        self.para("A chain of two stages (each doing half of every job's work, W workers each) "
+                  "against one stage doing all of it, and a serial-in-order stage against a "
+                  "mutex-protected section (bpbench pipeline --stages 2; medians of per-run "
+                  "ratios of interleaved runs).")
+        self.step_table("chain")
+
     def plain_runs(self):
         """The plain variant's runs from pipeline.csv's tagged block:
         {(wait, W, B): [M jobs/s]}; {} when there is none."""
@@ -1084,6 +1096,7 @@ def main(argv):
     r.guarded(r.locks, "locks-work50", "~50 ns jobs", True)
     r.guarded(r.ring)
     r.guarded(r.pipeline)
+    r.guarded(r.chain)
     r.guarded(r.sweep)
     r.guarded(r.rdma)
     r.guarded(r.rdma_latency)

@@ -66,7 +66,7 @@ has_sub() { "$bpbench" --help 2>&1 | grep -Eq "^  $1( |$)"; }
 has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
 
 # The steps: id, title, estimated seconds per mode (quick tiny full).
-ids=(locks locks-work50 ring pipeline sweep rdma-fill rdma-latency flame report)
+ids=(locks locks-work50 ring pipeline chain sweep rdma-fill rdma-latency flame report)
 declare -A title est
 # (quick: measured on a shared 2-core VM. The ring step's time is mostly
 # DPDK's classic MP/MC rte_ring at 2x2 and 4x4: with more threads than
@@ -76,6 +76,7 @@ title[locks]="locks, trivial jobs";              est[locks]="15 4 300"
 title[locks-work50]="locks, ~50 ns jobs";       est[locks-work50]="15 4 300"
 title[ring]="ring comparison";                   est[ring]="30 4 120"
 title[pipeline]="pipeline";                      est[pipeline]="16 4 240"
+title[chain]="chains of stages";                 est[chain]="4 2 20"
 title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
 title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="4 2 15"
 title[rdma-latency]="RDMA latency and CPU";      est[rdma-latency]="10 4 40"
@@ -259,6 +260,20 @@ step_pipeline() {
 	full) a=() ;;
 	esac
 	table_and_csv pipeline pipeline "${a[@]}"
+}
+# A chain of two stages against one stage doing the same work, and a
+# serial stage against a mutex section (bpbench pipeline --stages 2).
+step_chain() {
+	if ! has_opt pipeline --stages; then
+		echo "not run: bpbench pipeline has no --stages" >&2
+		return 77
+	fi
+	case $mode in
+	quick) a=(--quick) ;;
+	tiny) a=(--runs 1 --ms 5 --work-ns 200) ;;
+	full) a=() ;;
+	esac
+	"$bpbench" pipeline --stages 2 "${a[@]}"
 }
 step_sweep() {
 	need_sub sweep || return 1

@@ -192,9 +192,9 @@ int pb_chain_main(const struct pb_opts *o, struct pb_producer *prod,
 		}
 	}
 	printf("\nHEADLINE (medians of per-run ratios)\n");
-	printf("1. %u-stage chain, each stage 1/%u of the work, W=2 per "
-	       "stage, B=%u, against one stage doing it all:\n   %.3f "
-	       "[%.2f-%.2f] (target >= 0.9: %s)\n",
+	printf("1. %u-stage chain (1/%u of the work per stage, W=2 per "
+	       "stage, B=%u) / one stage: %.3f [%.2f-%.2f] (target >= 0.9: "
+	       "%s)\n",
 	       o->stages, o->stages, PB_HEAD_B, head, head_lo, head_hi,
 	       isnan(head)	   ? "n/a (no W=2, B=32 point with work)"
 	       : head >= 0.9 ? "met"

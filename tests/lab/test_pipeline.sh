@@ -91,7 +91,7 @@ counts=$(check_csv "$tmp/np.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
 	fail "pipeline --stages 2 exited $?: $(tail -3 "$tmp/err")"
 grep -q "every run verified" "$tmp/err" || fail "--stages: no verified count"
 for want in '^trivial +2 +1 ' '^trivial +2 +32 ' '^work +2 +32 ' \
-	'^ +2 +32 +[0-9.]+ +[0-9.]+ ' '^1\. 2-stage chain' \
+	'^ +2 +32 +[0-9.]+ +[0-9.]+ ' '^1\. 2-stage chain .* / one stage: [0-9.]+' \
 	'target >= 0\.9: (met|MISSED)' '^3\. serial stage / mutex section'; do
 	grep -Eq -- "$want" "$tmp/st.out" ||
 		fail "--stages output lacks /$want/: $(cat "$tmp/st.out")"

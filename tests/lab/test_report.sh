@@ -49,7 +49,7 @@ fi
 rc=$?
 cat "$tmp/showcase.out"
 [ -s "$out/steps.tsv" ] || fail "no steps.tsv"
-grep -q '^\[1/9\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
+grep -q '^\[1/10\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
 subs=$("$BPBENCH" --help 2>&1)
 while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; do
 	case $status in
@@ -59,6 +59,7 @@ while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; d
 		locks | locks-work50) marker="| threads | best batchpipe variant (B) |" ;;
 		ring) marker="| batchpipe / best other |" ;;
 		pipeline) marker="## Pipeline" ;;
+		chain) marker="## Chains of stages" ;;
 		sweep) marker="| B small |" ;;
 		rdma-fill) marker="| fill GB/s |" ;;
 		rdma-latency) marker="| provider | variant | wait | p50 us |" ;;
