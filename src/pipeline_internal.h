@@ -144,6 +144,7 @@ struct bp_worker {
 	bool cancel_called;
 	bool pass_on; /* back from an idle wait on ingress: see take_batch */
 	bool intake_armed; /* between bp_worker_intake_arm and _disarm */
+	struct bpi_waitq *armed_q; /* the queue armed on: intake, or the gate */
 	/* a chain's hand-off left jobs for a full link (worker.c) */
 	bool link_blocked;
 	/* a chain: a job completed since the last hand-off is not ok, so

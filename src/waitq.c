@@ -124,6 +124,7 @@ void bpi_waitq_init(struct bpi_waitq *q)
 	q->wake_one = 0;
 	__atomic_store_n(&q->fd_sleepers, 0, __ATOMIC_RELAXED);
 	q->efd1 = 0;
+	q->efd_borrowed = 0;
 	bpi_wait_global_init();
 }
 
@@ -145,9 +146,19 @@ int bpi_waitq_fd(struct bpi_waitq *q)
 	return want - 1;
 }
 
+void bpi_waitq_borrow_fd(struct bpi_waitq *q, int fd)
+{
+	int want = 0;
+
+	__atomic_store_n(&q->efd_borrowed, 1, __ATOMIC_RELAXED);
+	/* release: as bpi_waitq_fd's; a second caller finds it set */
+	__atomic_compare_exchange_n(&q->efd1, &want, fd + 1, false,
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 void bpi_waitq_destroy(struct bpi_waitq *q)
 {
-	if (q->efd1)
+	if (q->efd1 && !q->efd_borrowed)
 		close(q->efd1 - 1);
 	q->efd1 = 0;
 }

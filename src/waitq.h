@@ -50,6 +50,8 @@ struct bpi_waitq {
 	 */
 	uint32_t fd_sleepers;
 	int efd1;
+	/* efd1 is another queue's (bpi_waitq_borrow_fd): not closed here */
+	uint32_t efd_borrowed;
 };
 
 /* Registers membarrier once per process; idempotent and thread-safe. */
@@ -76,6 +78,15 @@ void bpi_waitq_init(struct bpi_waitq *q);
  */
 int bpi_waitq_fd(struct bpi_waitq *q);
 void bpi_waitq_destroy(struct bpi_waitq *q);
+
+/*
+ * Make q's descriptor sleepers use another queue's eventfd, fd (from
+ * bpi_waitq_fd of that queue): a sleeper armed on either queue sleeps on
+ * the one descriptor, and a wake of either writes it. Once, before any
+ * descriptor sleeper of q; a second call (another thread) finds it set
+ * and does nothing. bpi_waitq_destroy leaves it to its owner.
+ */
+void bpi_waitq_borrow_fd(struct bpi_waitq *q, int fd);
 
 /*
  * As prepare and cancel, for a sleeper on the descriptor: announce, arm,

@@ -574,9 +574,39 @@ static inline unsigned take_room(struct bp_worker *w, unsigned batch)
 
 int bp_worker_intake_fd(struct bp_worker *w)
 {
+	int fd;
+
 	if (!w)
 		return -EINVAL;
-	return bpi_waitq_fd(bpi_ring_not_empty(w->in));
+	fd = bpi_waitq_fd(bpi_ring_not_empty(w->in));
+	/* stage 0 of a gated chain may also sleep armed on the gate: on the
+	 * same descriptor, which the sink writes when the gate opens */
+	if (fd >= 0 && w->st->index == 0 && w->p->gate)
+		bpi_waitq_borrow_fd(&w->p->gate_wq, fd);
+	return fd;
+}
+
+/*
+ * Stage 0 of a gated chain that could take jobs but for the gate: arm on
+ * the gate's queue (its descriptor is intake's), then look at the gate,
+ * as every sleeper does: the sink's wake after a delivery either sees the
+ * arm or is seen by the look. Returns as bp_worker_intake_arm.
+ */
+static int arm_gate(struct bp_worker *w)
+{
+	struct bpi_waitq *q = &w->p->gate_wq;
+
+	/* acquire: the borrowed descriptor (bp_worker_intake_fd) is whole */
+	if (!__atomic_load_n(&q->efd1, __ATOMIC_ACQUIRE))
+		return 0; /* no descriptor: the stage sleeps as before */
+	bpi_waitq_prepare_fd(q);
+	if (gate_room(w) > 0) {
+		bpi_waitq_cancel_fd(q);
+		return 1;
+	}
+	w->intake_armed = true;
+	w->armed_q = q;
+	return 0;
 }
 
 /*
@@ -595,8 +625,13 @@ int bp_worker_intake_arm(struct bp_worker *w)
 	/* a serial stage's next job, filed and now its turn: take it */
 	if (w->st->order && w->st->order[w->st->order_next & w->st->order_mask])
 		return take_room(w, 1) ? 1 : 0;
-	if (take_room(w, 1) == 0)
+	if (take_room(w, 1) == 0) {
+		/* held by the gate alone: wake when it opens */
+		if (w->p->gate && w->st->index == 0 && !w->st->by_delivery &&
+		    w->taken - w->handed < w->st->max_inflight)
+			return arm_gate(w);
 		return 0; /* could take nothing */
+	}
 	/* intake closed and empty: no job can come (bpi_ring_ready below
 	 * says yes to the end of the stream too), sleep unarmed */
 	if (bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
@@ -615,6 +650,7 @@ int bp_worker_intake_arm(struct bp_worker *w)
 			       : 1;
 	}
 	w->intake_armed = true;
+	w->armed_q = q;
 	return 0;
 }
 
@@ -623,7 +659,7 @@ void bp_worker_intake_disarm(struct bp_worker *w)
 	if (!w || !w->intake_armed)
 		return;
 	w->intake_armed = false;
-	bpi_waitq_cancel_fd(bpi_ring_not_empty(w->in));
+	bpi_waitq_cancel_fd(w->armed_q);
 	/* a wake-one queue may have woken this worker alone: pass it on at
 	 * the next take, as after an idle wait */
 	w->pass_on = true;

@@ -417,6 +417,138 @@ static void test_arm_answers(void)
 	finish(p, jobs, 4, 2);
 }
 
+static struct job gjobs[8];
+
+static struct job *gjobs_first(void)
+{
+	return &gjobs[0];
+}
+
+/*
+ * Stage 0 of a gated chain (chain_max_inflight 4), asleep in poll with a
+ * job held and the gate closed: the sink's deliveries that open the gate
+ * end the sleep (the gate's queue borrows the intake descriptor), and the
+ * job waiting in ingress is taken well before the 10 s sleep would end.
+ * Stage 1 holds the gate closed until main lets its jobs go.
+ */
+static atomic_int open1, hold0_released;
+
+static void g1_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+		       unsigned n)
+{
+	(void)state;
+	/* acquire: pairs with main's release of open1 */
+	while (!atomic_load_explicit(&open1, memory_order_acquire))
+		pt_sleep_ms(1);
+	for (unsigned i = 0; i < n; i++)
+		jobs[i]->status = BP_JOB_OK;
+	bp_worker_complete(w, jobs, n);
+}
+
+/* stage 0: the first job is held until main releases it, the others are
+ * completed at the next poll; poll sleeps armed as poll_stage does */
+static void g0_poll(void *state, struct bp_worker *w)
+{
+	struct ws *s = state;
+	unsigned keep = 0;
+
+	for (unsigned i = 0; i < s->nheld; i++) {
+		if (s->held[i] == &gjobs_first()->hdr &&
+		    !atomic_load(&hold0_released)) {
+			s->held[keep++] = s->held[i];
+			continue;
+		}
+		s->held[i]->status = BP_JOB_OK;
+		bp_worker_complete(w, &s->held[i], 1);
+	}
+	s->nheld = keep;
+	if (!s->nheld)
+		return;
+	poll_stage(state, w);
+}
+
+static const struct bp_stage g0_stage = {.name = "gate0",
+					 .init = init,
+					 .process = process,
+					 .poll = g0_poll,
+					 .fini = fini};
+static const struct bp_stage g1_stage = {.name = "gate1",
+					 .process = g1_process};
+
+static void test_gate_wakes(void)
+{
+	struct bp_chain_stage cs[2];
+	struct bp_pipeline_config cfg;
+	struct bp_pipeline *p = NULL;
+	int64_t t0, dt;
+	int rc;
+
+	memset(wstate, 0, sizeof(wstate));
+	memset(gjobs, 0, sizeof(gjobs));
+	atomic_store(&release, 0);
+	atomic_store(&delivered, 0);
+	atomic_store(&sleep_ms, LONG_MS);
+	atomic_store(&open1, 0);
+	atomic_store(&hold0_released, 0);
+	memset(cs, 0, sizeof(cs));
+	cs[0] = (struct bp_chain_stage){.stage = &g0_stage, .workers = 1};
+	cs[1] = (struct bp_chain_stage){.stage = &g1_stage, .workers = 1};
+	bp_pipeline_config_init(&cfg);
+	cfg.stages = cs;
+	cfg.n_stages = 2;
+	cfg.sink = sink;
+	cfg.max_batch = 1;
+	cfg.max_inflight = 8;
+	cfg.chain_max_inflight = 4;
+	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
+	    (rc = bp_pipeline_start(p)) != 0) {
+		pt_fail("gated chain: %s", bp_strerror(rc));
+		bp_pipeline_destroy(p);
+		return;
+	}
+	/* the held job, then three that fill the gate behind stage 1 */
+	for (int i = 0; i < 4; i++)
+		submit(p, &gjobs[i]);
+	if (!wait_uint(&wstate[0].taken, 4, 5000) ||
+	    !wait_asleep(&wstate[0], 5000)) {
+		pt_fail("gated chain: stage 0 did not take 4 jobs and sleep");
+		goto out;
+	}
+	/* the gate is closed: this one waits in ingress */
+	submit(p, &gjobs[4]);
+	pt_sleep_ms(50);
+	if (atomic_load(&wstate[0].taken) != 4)
+		pt_fail("gated chain: a job taken past the gate");
+	if (!wait_asleep(&wstate[0], 5000))
+		pt_fail("gated chain: stage 0 is not asleep in poll");
+	t0 = pt_now_ns();
+	/* release: stage 1 completes, the sink delivers, the gate opens */
+	atomic_store_explicit(&open1, 1, memory_order_release);
+	if (!wait_uint(&wstate[0].taken, 5, 2000))
+		pt_fail("gated chain: the job behind the gate was not taken "
+			"within 2 s of the gate opening (the sleep is %d s)",
+			LONG_MS / 1000);
+	dt = pt_now_ns() - t0;
+	printf("gated chain: the job behind the gate was taken %.1f us after "
+	       "stage 1 let go\n",
+	       (double)dt / 1e3);
+	if (atomic_load(&wstate[0].timeouts))
+		pt_fail("gated chain: the sleep timed out instead of being "
+			"woken");
+out:
+	atomic_store(&hold0_released, 1);
+	atomic_store_explicit(&open1, 1, memory_order_release);
+	atomic_store_explicit(&sleep_ms, 1, memory_order_relaxed);
+	submit(p, &gjobs[5]); /* ends the sleep */
+	rc = bp_pipeline_drain_timeout(p, 20ll * 1000000000);
+	if (rc)
+		pt_fail("gated chain: drain: %s", bp_strerror(rc));
+	if (atomic_load(&delivered) != 6)
+		pt_fail("gated chain: %u of 6 jobs delivered",
+			atomic_load(&delivered));
+	bp_pipeline_destroy(p);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -424,6 +556,7 @@ int main(void)
 	test_wakes_one();
 	test_wakes_several();
 	test_arm_answers();
+	test_gate_wakes();
 	pt_watchdog_disarm();
 	if (pt_failures()) {
 		printf("FAIL: %u check(s) failed\n", pt_failures());
