@@ -1047,6 +1047,61 @@ static void test_flush(void)
 	bp_pipeline_destroy(p);
 }
 
+/*
+ * Flushes racing a drain: a thread flushes in a loop while producers
+ * submit and main drains as soon as they are done. Every flush returns 0
+ * (during the drain it waits for the end of the stream), and every job is
+ * delivered once.
+ */
+static atomic_int drain_done;
+static atomic_uint flushes;
+
+static void *flush_loop(void *arg)
+{
+	struct bp_pipeline *p = arg;
+
+	while (!atomic_load(&drain_done)) {
+		int rc = bp_pipeline_flush(p, 20ll * 1000000000);
+
+		if (rc != 0)
+			pt_fail("flush racing drain: %s", bp_strerror(rc));
+		atomic_fetch_add(&flushes, 1);
+	}
+	return NULL;
+}
+
+static void test_flush_drain(void)
+{
+	enum { N = 20000 };
+	struct bp_pipeline *p;
+	pthread_t t;
+	unsigned accepted;
+	int rc;
+
+	reset(N);
+	R.ordered = true;
+	atomic_store(&drain_done, 0);
+	atomic_store(&flushes, 0);
+	p = open_chain(2, 2, 1, 8);
+	if (!p)
+		return;
+	pthread_create(&t, NULL, flush_loop, p);
+	accepted = run_producers(p, 8, NULL);
+	rc = bp_pipeline_drain(p);
+	atomic_store(&drain_done, 1);
+	pthread_join(t, NULL);
+	if (rc || atomic_load(&R.delivered) != accepted || accepted != N)
+		pt_fail("flush racing drain: drain %s, %u of %u delivered",
+			bp_strerror(rc), atomic_load(&R.delivered), accepted);
+	for (unsigned i = 0; i < N; i++)
+		if (atomic_load(&R.jobs[i].delivered) != 1)
+			pt_fail("flush racing drain: job %u delivered %d times",
+				i, atomic_load(&R.jobs[i].delivered));
+	printf("%u flushes racing the producers and a drain: %u jobs\n",
+	       atomic_load(&flushes), accepted);
+	bp_pipeline_destroy(p);
+}
+
 /* ------------------------------------------------------------ misuse */
 
 static int nop_errors;
@@ -1205,6 +1260,7 @@ int main(void)
 	test_repeat();
 	test_abort();
 	test_flush();
+	test_flush_drain();
 	free(R.jobs);
 	pt_watchdog_disarm();
 	if (pt_failures()) {
