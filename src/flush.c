@@ -142,12 +142,13 @@ int bp_pipeline_flush(struct bp_pipeline *p, int64_t timeout_ns)
 	}
 	/*
 	 * acquire: pairs with start's release of the state, after which
-	 * sink_started says whether the sink ever ran: not before start, nor
+	 * sink_ran says whether the sink ever ran: not before start, nor
 	 * after a failed start or a drain before start, and with no sink
-	 * nothing was accepted (and nobody would answer).
+	 * nothing was accepted (and nobody would answer). Not sink_started,
+	 * which a drain's joiner clears meanwhile (found racing a drain).
 	 */
 	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_CREATED ||
-	    !p->sink_started)
+	    !p->sink_ran)
 		return 0;
 	deadline = bpi_deadline(bpi_now_ns(), timeout_ns);
 

@@ -186,6 +186,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 			bpi_log(&p->log, BP_LOG_ERROR,
 				"cannot start the sink: %s", bp_strerror(rc));
 		p->sink_started = rc == 0;
+		p->sink_ran = rc == 0;
 	}
 	/* release: workers see everything start() did before go */
 	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);

@@ -225,7 +225,10 @@ struct bp_pipeline {
 
 	/* sink */
 	pthread_t sink_thread;
-	bool sink_started;
+	bool sink_started; /* a joiner clears it once it joined the sink */
+	/* the sink was started: set by start, never changed after (what
+	 * bp_pipeline_flush reads, also while a drain joins the sink) */
+	bool sink_ran;
 	_Atomic int sink_exited;  /* 1: the sink is done with the pipeline */
 	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
 	bool *sink_ended;	  /* per worker: its egress stream has ended */
