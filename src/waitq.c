@@ -150,10 +150,11 @@ void bpi_waitq_borrow_fd(struct bpi_waitq *q, int fd)
 {
 	int want = 0;
 
-	__atomic_store_n(&q->efd_borrowed, 1, __ATOMIC_RELAXED);
 	/* release: as bpi_waitq_fd's; a second caller finds it set */
-	__atomic_compare_exchange_n(&q->efd1, &want, fd + 1, false,
-				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	if (__atomic_compare_exchange_n(&q->efd1, &want, fd + 1, false,
+					__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		/* relaxed: read by destroy only, after the threads */
+		__atomic_store_n(&q->efd_borrowed, 1, __ATOMIC_RELAXED);
 }
 
 void bpi_waitq_destroy(struct bpi_waitq *q)

@@ -622,8 +622,12 @@ int bp_worker_intake_arm(struct bp_worker *w)
 		return -EINVAL;
 	if (w->intake_armed)
 		return 0; /* armed already */
-	/* a serial stage's next job, filed and now its turn: take it */
-	if (w->st->order && w->st->order[w->st->order_next & w->st->order_mask])
+	/* a serial stage's next job, filed and now its turn, or filed jobs
+	 * at the end of its stream (flushed): take them */
+	if (w->st->order &&
+	    (w->st->order[w->st->order_next & w->st->order_mask] ||
+	     (w->st->parked && bp_ring_is_closed(w->in) &&
+	      !bp_ring_count(w->in))))
 		return take_room(w, 1) ? 1 : 0;
 	if (take_room(w, 1) == 0) {
 		/* held by the gate alone: wake when it opens */
@@ -771,12 +775,17 @@ static int take_serial(struct bp_worker *w, unsigned batch)
 
 	if (cap > batch)
 		cap = batch;
+	/* at most cap: what is released (and a misfit, which goes at once)
+	 * never takes the worker past max_inflight */
+	if (room > cap)
+		room = cap;
 	if (room) {
 		/* the previous stage's workers wait for room on the link's
 		 * not-full queue, which the dequeue wakes */
-		n = bp_ring_dequeue_burst(w->in, (void **)w->buf,
-					  batch < room ? batch : room, NULL);
+		n = bp_ring_dequeue_burst(w->in, (void **)w->buf, room, NULL);
 		got = n > 0 ? (unsigned)n : 0;
+	} else if (bp_ring_is_closed(w->in) && !bp_ring_count(w->in)) {
+		n = -EPIPE; /* the flush below needs to know */
 	}
 	if (n == -EPIPE && !st->parked)
 		return -EPIPE;
