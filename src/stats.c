@@ -134,6 +134,21 @@ int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
 	return (int)len;
 }
 
+/* A stage table's own stats_json with its context, or null. */
+static size_t stage_stats(const struct bp_stage *t, void *ctx, char *buf,
+			  size_t size, size_t len)
+{
+	int n;
+
+	if (!t->stats_json) {
+		PUT("null");
+		return len;
+	}
+	n = t->stats_json(ctx, len < size ? buf + len : NULL,
+			  len < size ? size - len : 0);
+	return len + (n > 0 ? (size_t)n : 0);
+}
+
 /* A stage's JSON in the report: its counts, and its own stats_json. */
 static size_t stage_json(const struct bp_pipeline *p,
 			 const struct bpi_stage *st, char *buf, size_t size,
@@ -141,7 +156,6 @@ static size_t stage_json(const struct bp_pipeline *p,
 {
 	uint64_t jobs = 0, batches = 0;
 	long hwm = st->index ? bp_ring_high_water(st->in) : -1;
-	int n;
 
 	for (unsigned i = st->first; i < st->first + st->nworkers; i++) {
 		jobs += bpi_stat_get(&p->workers[i].st_jobs);
@@ -152,14 +166,7 @@ static size_t stage_json(const struct bp_pipeline *p,
 	    st->table.name ? st->table.name : "", st->nworkers,
 	    (unsigned long long)jobs, (unsigned long long)batches,
 	    hwm >= 0 ? hwm : (long)bp_ring_high_water(p->ingress));
-	if (st->table.stats_json) {
-		n = st->table.stats_json(st->create_ctx,
-					 len < size ? buf + len : NULL,
-					 len < size ? size - len : 0);
-		len += n > 0 ? (size_t)n : 0;
-	} else {
-		PUT("null");
-	}
+	len = stage_stats(&st->table, st->create_ctx, buf, size, len);
 	PUT("}");
 	return len;
 }
@@ -179,14 +186,7 @@ int bp_pipeline_report_json(struct bp_pipeline *p, char *buf, size_t size)
 				   len < size ? size - len : 0);
 	len += n > 0 ? (size_t)n : 0;
 	PUT(",\"stage\":{\"name\":\"%s\",\"stats\":", st->name ? st->name : "");
-	if (st->stats_json) {
-		n = st->stats_json(p->cfg.stage_ctx,
-				   len < size ? buf + len : NULL,
-				   len < size ? size - len : 0);
-		len += n > 0 ? (size_t)n : 0;
-	} else {
-		PUT("null");
-	}
+	len = stage_stats(st, p->cfg.stage_ctx, buf, size, len);
 	PUT("},\"stages\":[");
 	for (unsigned k = 0; k < p->nstages; k++) {
 		if (k)

@@ -48,15 +48,18 @@ static void report_stage(struct bp_pipeline *p, const struct bpi_stage *st,
 			"%s: stage %u (%s): %u jobs queued in front of it%s",
 			who, st->index, name, bp_ring_count(st->in),
 			bp_ring_is_closed(st->in) ? " (intake ended)" : "");
-	/* relaxed: a snapshot of the serial worker's counts */
-	if (st->order && atomic_load_explicit(&st->stall_parked,
-					      memory_order_relaxed))
+	/* relaxed: a snapshot of what the serial worker published last
+	 * (order_take, order_flush); nothing else is read through them */
+	unsigned parked = st->order ? atomic_load_explicit(
+					      &st->stall_parked,
+					      memory_order_relaxed)
+				    : 0;
+
+	if (parked)
 		bpi_log(&p->log, lvl,
 			"%s: stage %u (%s, serial): %u jobs filed, waiting for "
 			"seq %llu",
-			who, st->index, name,
-			atomic_load_explicit(&st->stall_parked,
-					     memory_order_relaxed),
+			who, st->index, name, parked,
 			(unsigned long long)atomic_load_explicit(
 				&st->stall_next, memory_order_relaxed));
 	if (st->table.stall_report) {
@@ -139,6 +142,8 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 			(unsigned long long)delivered,
 			(unsigned long long)bpi_ring_enqueued(p->ingress),
 			(unsigned long long)queued,
+			/* relaxed: a snapshot; the sink's count, which in an
+			 * ordered chain is the next seq it delivers */
 			(unsigned long long)atomic_load_explicit(
 				&p->gate_delivered, memory_order_relaxed));
 	else

@@ -750,6 +750,7 @@ order_flush(struct bp_worker *w, unsigned most)
 		}
 	}
 	st->parked -= k;
+	/* relaxed: a snapshot for stall reports, as in order_take */
 	atomic_store_explicit(&st->stall_parked, st->parked,
 			      memory_order_relaxed);
 	return k;
@@ -838,17 +839,20 @@ static void start_jobs(struct bp_worker *w, unsigned n)
 static int take_batch(struct bp_worker *w)
 {
 	struct bp_pipeline *p = w->p;
-	unsigned room = take_room(w, w->cfg->max_batch);
-	unsigned want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
+	unsigned room, want;
 	int n;
 
-	if (w->st->order) {
+	if (__builtin_expect(w->st->order != NULL, 0)) {
 		n = take_serial(w, w->cfg->max_batch);
 		if (n == -EAGAIN)
 			return 1; /* filed, not yet their turn: progress */
 		if (n <= 0)
 			return n;
-	} else if (want == 0) {
+		goto taken;
+	}
+	room = take_room(w, w->cfg->max_batch);
+	want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
+	if (want == 0) {
 		return 0;
 	} else if (w->in == p->ingress) {
 		/* no wake check of the ring's own: threads waiting for room
@@ -866,6 +870,7 @@ static int take_batch(struct bp_worker *w)
 		if (n <= 0)
 			return n;
 	}
+taken:
 	if (w->pass_on)
 		pass_wake_on(w);
 	w->taken += (uint64_t)n;
