@@ -262,6 +262,14 @@ ST_REMOTE_MEM static void st_zero(uint8_t *buf, size_t len)
 		buf[i] = 0;
 }
 
+/* Copy len bytes of remote-written memory (memcpy is intercepted). */
+ST_REMOTE_MEM static void st_copy(uint8_t *dst, const uint8_t *src,
+				  size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		dst[i] = src[i];
+}
+
 /* The first index where a and b differ, or -1 (memcmp is intercepted). */
 ST_REMOTE_MEM static long st_differ(const uint8_t *a, const uint8_t *b,
 				    size_t len)
