@@ -229,23 +229,35 @@ claim_changed(struct bp_producer *pr, uint64_t c, uint64_t t, int64_t now)
 	return 0;
 }
 
-/* The buffer looks full: look at head again, flush if it really is. */
+/*
+ * The buffer looks full: look at head again, flush if it really is, and
+ * look again after the flush. Room is only what head says: a flush that
+ * returns 0 has not always made any (it found the handle closed by a drain
+ * that submits the staged jobs itself, and may not have read them yet).
+ */
 static __attribute__((noinline)) int make_room(struct bp_producer *pr,
 					       uint64_t t)
 {
-	/* slots below head are free again (the claim's release) */
-	uint64_t c = bpi_claim_word(pr);
+	for (;;) {
+		/* slots below head are free again (the claim's release) */
+		uint64_t c = bpi_claim_word(pr);
+		int rc;
 
-	saw_head(pr, bpi_claim_head(c));
-	pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
-	/*
-	 * Closed: a new job could only be refused, and the slots below
-	 * claim_end may still be drain's to read: no room, whatever a flush
-	 * would say about the jobs already staged.
-	 */
-	if (c & CLAIM_CLOSED)
-		return -EPIPE;
-	return t == pr->room_end ? own_flush(pr, OWN_WAIT) : 0;
+		saw_head(pr, bpi_claim_head(c));
+		pr->claim_seen = CLAIM_STALE; /* due_ns may be stale too */
+		/*
+		 * Closed: a new job could only be refused, and the slots
+		 * below claim_end may still be drain's to read: no room,
+		 * whatever a flush would say about the jobs already staged.
+		 */
+		if (c & CLAIM_CLOSED)
+			return -EPIPE;
+		if (t != pr->room_end)
+			return 0;
+		rc = own_flush(pr, OWN_WAIT);
+		if (rc < 0)
+			return rc;
+	}
 }
 
 /*
