@@ -248,7 +248,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	o->ceiling_threads = o->workers < (unsigned)o->a.ncpus
 				     ? o->workers
 				     : (unsigned)o->a.ncpus;
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 /* Confine this thread, and so every thread it creates, to --cpus. */

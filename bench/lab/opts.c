@@ -214,6 +214,12 @@ static int bench_out_check(const struct bench_args *a)
 	return 0;
 }
 
+int bench_opts_ready(const struct bench_args *a)
+{
+	return a->out && bench_out_check(a) ? BENCH_EXIT_USAGE
+					    : BENCH_OPTS_RUN;
+}
+
 /* An unknown option, or one missing its value: say which, like getopt. */
 static void bench_opts_bad_option(const struct bench_args *a, int optopt_,
 				  const char *word)
@@ -286,8 +292,6 @@ int bench_opts_parse(struct bench_args *a, int argc, char **argv)
 		if (a->ncpus <= 0)
 			bench_die("%s: sched_getaffinity failed\n", a->prog);
 	}
-	if (a->out && bench_out_check(a))
-		return BENCH_EXIT_USAGE;
 	return BENCH_OPTS_RUN;
 usage:
 	return bench_usage_hint(a);

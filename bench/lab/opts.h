@@ -141,13 +141,22 @@ void bench_args_init(struct bench_args *a, const struct bench_cmd *cmd,
 /*
  * Parse argv (argv[0] is the subcommand's name). Returns BENCH_OPTS_RUN
  * when the subcommand should run, else the exit status to return: 0 after
- * --help (usage on stdout), BENCH_EXIT_USAGE after bad usage or an --out
- * DIR that cannot be written.
+ * --help (usage on stdout), BENCH_EXIT_USAGE after bad usage.
  * --csv with --json is bad usage. Without --cpus, a->cpus is every CPU
- * this process may use.
+ * this process may use. Nothing is made on disk here: see
+ * bench_opts_ready.
  */
 #define BENCH_OPTS_RUN (-1)
 int bench_opts_parse(struct bench_args *a, int argc, char **argv);
+
+/*
+ * The last call of a subcommand's parsing, after its own checks of one
+ * option against another: make --out DIR and try it with a file, so that
+ * a directory that cannot hold the results fails before the experiment
+ * runs, and bad usage leaves no directory behind. Returns BENCH_OPTS_RUN
+ * or BENCH_EXIT_USAGE.
+ */
+int bench_opts_ready(const struct bench_args *a);
 
 /* The generated usage text. */
 void bench_opts_usage(const struct bench_cmd *cmd, FILE *f);

@@ -350,7 +350,7 @@ static int lk_parse(int argc, char **argv, struct lk_opts *o)
 		if (!o->a.ms_set)
 			o->a.ms = 15;
 	}
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 int bench_locks_main(int argc, char **argv)

@@ -372,7 +372,7 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 		if (!o->idle_set)
 			o->idle_ms = 500;
 	}
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 int bench_pipeline_main(int argc, char **argv)

@@ -244,9 +244,11 @@ static int rf_parse(int argc, char **argv, struct rf_opts *o)
 	o->rails = 1;
 	o->node = "127.0.0.1";
 	rc = bench_opts_parse(&o->a, argc, argv);
-	if (rc == BENCH_OPTS_RUN && o->a.quick && !o->bytes_set)
+	if (rc != BENCH_OPTS_RUN)
+		return rc;
+	if (o->a.quick && !o->bytes_set)
 		o->bytes = 64ull << 20;
-	return rc;
+	return bench_opts_ready(&o->a);
 }
 
 /* What the printers get (bench_emit's ctx): one row per run. */

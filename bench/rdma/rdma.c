@@ -612,7 +612,7 @@ static int rb_parse(int argc, char **argv, struct rb_opts *o)
 		if (!o->idle_set)
 			o->idle_ms = 500;
 	}
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 void rb_print_done(int64_t t0, int measured, int nprov)

@@ -659,7 +659,7 @@ static int tc_parse(int argc, char **argv, struct tc_opts *o)
 		if (!o->a.ms_set)
 			o->a.ms = 100;
 	}
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 int bench_rdma_target_main(int argc, char **argv)

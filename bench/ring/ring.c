@@ -239,7 +239,7 @@ static int ring_parse(int argc, char **argv, struct ring_opts *o)
 			o->a.ms = 20;
 	}
 	o->single_ms = o->a.ms / 4 ? o->a.ms / 4 : 1;
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 int bench_ring_main(int argc, char **argv)

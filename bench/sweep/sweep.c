@@ -424,7 +424,7 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 				o->sub);
 		o->a.name = o->name_buf;
 	}
-	return BENCH_OPTS_RUN;
+	return bench_opts_ready(&o->a);
 }
 
 int bench_sweep_main(int argc, char **argv)

@@ -149,6 +149,15 @@ for bad in "--threads 0" "--batches 1,x" "--variants nope" "--work-ns -1" \
 		fail "'$bad': no pointer to --help"
 	grep -q "^usage:" "$tmp/bad.err" && fail "'$bad': the whole usage"
 done
+# bad usage found after parsing (one option against another) leaves no --out
+# directory behind: it is made only once the usage is known to be good
+for bad in "--batches 8,8" "--pool 4 --batches 8"; do
+	# shellcheck disable=SC2086 # the words are the arguments
+	"$BPBENCH" locks $bad --out "$tmp/never" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "'$bad --out': exit $rc, expected 2"
+	[ -e "$tmp/never" ] && fail "'$bad --out': made the --out directory"
+done
 # --help: exit 0, every option listed
 "$BPBENCH" locks --help >"$tmp/help.txt" 2>&1 || fail "--help: exit $?"
 for o in threads batches variants work-ns runs ms pool cpus seed quick csv \
