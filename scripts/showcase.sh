@@ -66,7 +66,7 @@ has_sub() { "$bpbench" --help 2>&1 | grep -Eq "^  $1( |$)"; }
 has_opt() { "$bpbench" "$1" --help 2>&1 | grep -q -- "$2"; }
 
 # The steps: id, title, estimated seconds per mode (quick tiny full).
-ids=(locks locks-work50 ring pipeline chain sweep rdma-fill rdma-latency flame report)
+ids=(locks locks-work50 ring pipeline chain sweep rdma-fill rdma-sizes rdma-latency flame report)
 declare -A title est
 # (quick: measured on a shared 2-core VM. The ring step's time is mostly
 # DPDK's classic MP/MC rte_ring at 2x2 and 4x4: with more threads than
@@ -79,6 +79,7 @@ title[pipeline]="pipeline";                      est[pipeline]="16 4 240"
 title[chain]="chains of stages";                 est[chain]="4 2 20"
 title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
 title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="4 2 15"
+title[rdma-sizes]="RDMA write sizes";           est[rdma-sizes]="15 4 90"
 title[rdma-latency]="RDMA latency and CPU";      est[rdma-latency]="10 4 40"
 title[flame]="flame graphs";                     est[flame]="15 8 40"
 title[report]="report";                          est[report]="1 1 1"
@@ -313,6 +314,28 @@ step_rdma-fill() {
 	else
 		FI_TCP_IFACE=lo "$bpbench" rdma-fill "${a[@]}"
 	fi
+}
+# Throughput and CPU per write against the write's size, the pipeline's
+# RDMA stage and a raw libfabric loop interleaved, on each provider that
+# opens here (post, reap and depth 16, one worker, one rail).
+step_rdma-sizes() {
+	if ! has_sub rdma; then
+		echo "not run: bpbench has no rdma (built without libfabric: -Drdma=enabled needs libfabric-dev)" >&2
+		return 77
+	fi
+	case $mode in
+	quick) a=(--quick --sizes 64,512,4K,32K,256K,1M) ;;
+	tiny) a=(--sizes 64,4K,64K --runs 1 --ms 20 --providers shm) ;;
+	full) a=(--sizes 64,256,1K,4K,16K,64K,256K,1M) ;;
+	esac
+	# Loopback only: libfabric's tcp provider would pick eth0 otherwise.
+	FI_TCP_IFACE=lo "$bpbench" rdma --no-latency "${a[@]}" --out "$out" --name rdma-sizes
+	lrc=$?
+	if [ "$lrc" -eq 1 ] && grep -q 'NOTHING MEASURED' "$out/logs/rdma-sizes.err"; then
+		echo "not run: no libfabric provider of the step opens here (fi_info -l lists them)" >&2
+		return 77
+	fi
+	return "$lrc"
 }
 # Document 001's trade-off: one-operation latency (4 KiB, depth 1) against
 # the CPU it costs, per completion wait, the pipeline and a raw libfabric

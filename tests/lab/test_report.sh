@@ -49,7 +49,7 @@ fi
 rc=$?
 cat "$tmp/showcase.out"
 [ -s "$out/steps.tsv" ] || fail "no steps.tsv"
-grep -q '^\[1/10\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
+grep -q '^\[1/11\] .* about .* left$' "$tmp/showcase.out" || fail "no progress line with the time left"
 subs=$("$BPBENCH" --help 2>&1)
 while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; do
 	case $status in
@@ -62,6 +62,7 @@ while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; d
 		chain) marker="## Chains of stages" ;;
 		sweep) marker="| B small |" ;;
 		rdma-fill) marker="| fill GB/s |" ;;
+		rdma-sizes) marker="| provider | size | pipeline GB/s | raw GB/s |" ;;
 		rdma-latency) marker="| provider | variant | wait | p50 us |" ;;
 		flame) marker="side by side and differential:" ;;
 		*) marker="" ;;
@@ -92,6 +93,12 @@ if command -v gnuplot >/dev/null 2>&1; then
 		[ -s "$out/$f.png" ] || fail "no $f.png"
 		grep -qF "![$f.png]($f.png)" "$out/report.md" || fail "report.md lacks $f.png"
 	done
+	# the RDMA sizes sweep's, where its step ran (it needs libfabric)
+	if grep -q '^rdma-sizes	ok' "$out/steps.tsv"; then
+		[ -s "$out/rdma-sizes.png" ] || fail "no rdma-sizes.png"
+		grep -qF "![rdma-sizes.png](rdma-sizes.png)" "$out/report.md" ||
+			fail "report.md lacks rdma-sizes.png"
+	fi
 fi
 # every step says the machine's load while it ran
 grep -q '| machine load |' "$out/report.md" || fail "no machine load column"
