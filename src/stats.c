@@ -87,6 +87,39 @@ int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 	return 0;
 }
 
+/* Stage st's counters: the sums over its workers. */
+static void stage_sums(const struct bp_pipeline *p, const struct bpi_stage *st,
+		       struct bp_stage_stats *s)
+{
+	long hwm = bp_ring_high_water(st->index ? st->in : p->ingress);
+
+	memset(s, 0, sizeof(*s));
+	s->workers = st->nworkers;
+	s->queue_high_water = hwm > 0 ? (unsigned)hwm : 0;
+	for (unsigned i = st->first; i < st->first + st->nworkers; i++) {
+		struct bp_worker *w = &p->workers[i];
+
+		s->batches += bpi_stat_get(&w->st_batches);
+		s->jobs += bpi_stat_get(&w->st_jobs);
+		s->completed += bpi_stat_get(&w->st_completed);
+		s->handed += bpi_stat_get(&w->st_handed);
+		for (unsigned b = 0; b < BP_BATCH_BUCKETS; b++)
+			s->batch_hist[b] += bpi_stat_get(&w->st_batch_hist[b]);
+	}
+}
+
+int bp_pipeline_get_stage_stats(struct bp_pipeline *p, unsigned stage,
+				struct bp_stage_stats *s)
+{
+	const struct bpi_stage *st;
+
+	if (!p || !s ||
+	    !(st = bpi_chain_stage(p, stage, "bp_pipeline_get_stage_stats")))
+		return -EINVAL;
+	stage_sums(p, st, s);
+	return 0;
+}
+
 #define PUT BP_JSON_PUT
 
 int bp_pipeline_stats_json(const struct bp_pipeline_stats *s, char *buf,
@@ -154,18 +187,16 @@ static size_t stage_json(const struct bp_pipeline *p,
 			 const struct bpi_stage *st, char *buf, size_t size,
 			 size_t len)
 {
-	uint64_t jobs = 0, batches = 0;
-	long hwm = st->index ? bp_ring_high_water(st->in) : -1;
+	struct bp_stage_stats s;
 
-	for (unsigned i = st->first; i < st->first + st->nworkers; i++) {
-		jobs += bpi_stat_get(&p->workers[i].st_jobs);
-		batches += bpi_stat_get(&p->workers[i].st_batches);
-	}
+	stage_sums(p, st, &s);
 	PUT("{\"name\":\"%s\",\"workers\":%u,\"jobs\":%llu,\"batches\":%llu,"
-	    "\"queue_high_water\":%ld,\"stats\":",
-	    st->table.name ? st->table.name : "", st->nworkers,
-	    (unsigned long long)jobs, (unsigned long long)batches,
-	    hwm >= 0 ? hwm : (long)bp_ring_high_water(p->ingress));
+	    "\"completed\":%llu,\"handed\":%llu,\"queue_high_water\":%u,"
+	    "\"stats\":",
+	    st->table.name ? st->table.name : "", s.workers,
+	    (unsigned long long)s.jobs, (unsigned long long)s.batches,
+	    (unsigned long long)s.completed, (unsigned long long)s.handed,
+	    s.queue_high_water);
 	len = stage_stats(&st->table, st->create_ctx, buf, size, len);
 	PUT("}");
 	return len;

@@ -40,6 +40,8 @@ _Static_assert(sizeof(struct bp_chain_stage) == 80,
 	       "struct bp_chain_stage size");
 _Static_assert(sizeof(struct bp_pipeline_stats) == 2304,
 	       "struct bp_pipeline_stats size");
+_Static_assert(sizeof(struct bp_stage_stats) == 208,
+	       "struct bp_stage_stats size");
 _Static_assert(sizeof(struct bp_stage) == 88, "struct bp_stage size");
 _Static_assert(offsetof(struct bp_stage, stall_report) == 56,
 	       "bp_stage.stall_report");

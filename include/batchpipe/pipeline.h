@@ -503,6 +503,28 @@ struct bp_pipeline_stats {
  */
 int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s);
 
+/* One stage's counters (bp_pipeline_get_stage_stats): its workers' sums. */
+struct bp_stage_stats {
+	unsigned workers;	   /* the stage's worker threads */
+	unsigned queue_high_water; /* of the ring in front of it: ingress for
+				      stage 0, the link from the stage before */
+	uint64_t batches;	   /* takes that returned jobs */
+	uint64_t jobs;		   /* jobs taken */
+	uint64_t completed;	   /* jobs completed (bp_worker_complete) */
+	uint64_t handed;	   /* handed on: to the next stage or the sink */
+	uint64_t batch_hist[BP_BATCH_BUCKETS]; /* take sizes, as above */
+	/* room for counters of later versions (written as zero) */
+	uint64_t reserved_[8];
+};
+
+/*
+ * Fill *s with stage `stage`'s counters (0 .. n_stages - 1; a one-stage
+ * pipeline has stage 0): a snapshot while running, exact after drain or
+ * abort. Returns 0 or -EINVAL (NULL argument, or no such stage: logged).
+ */
+int bp_pipeline_get_stage_stats(struct bp_pipeline *p, unsigned stage,
+				struct bp_stage_stats *s);
+
 /*
  * Write the stats as one JSON object into buf (snprintf rules: returns the
  * length it needs, excluding the NUL; truncates if size is too small).

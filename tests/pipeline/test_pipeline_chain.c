@@ -392,6 +392,64 @@ static unsigned run_producers(struct bp_pipeline *p, unsigned B,
 	return atomic_load(&accepted);
 }
 
+/*
+ * After a drain, each stage's counters: its workers, the jobs it took (all
+ * of them but those stage 1 failed, for stage 2 unless it takes failed
+ * jobs), every one completed and handed on, its take sizes adding up to
+ * its takes; together the pipeline's worker_jobs. No stage 3.
+ */
+static void check_stage_stats(struct bp_pipeline *p, unsigned n)
+{
+	struct bp_pipeline_stats all;
+	uint64_t jobs_sum = 0;
+
+	for (unsigned k = 0; k < 3; k++) {
+		struct bp_stage_stats s;
+		uint64_t takes = 0;
+		unsigned jobs = k < 2 || R.takes_failed
+					? n
+					: n - (unsigned)atomic_load(&R.failed);
+		int rc = bp_pipeline_get_stage_stats(p, k, &s);
+
+		if (rc) {
+			pt_fail("stage %u stats: %s", k, bp_strerror(rc));
+			return;
+		}
+		for (unsigned b = 0; b < BP_BATCH_BUCKETS; b++)
+			takes += s.batch_hist[b];
+		if (s.workers != R.stage_workers[k] || s.jobs != jobs ||
+		    s.completed != jobs || s.handed != jobs ||
+		    takes != s.batches || (jobs && !s.batches) ||
+		    s.batches > s.jobs || s.queue_high_water > 512)
+			pt_fail("stage %u stats: workers %u jobs %llu completed "
+				"%llu handed %llu batches %llu (hist %llu) high "
+				"water %u; want %u workers, %u jobs",
+				k, s.workers, (unsigned long long)s.jobs,
+				(unsigned long long)s.completed,
+				(unsigned long long)s.handed,
+				(unsigned long long)s.batches,
+				(unsigned long long)takes, s.queue_high_water,
+				R.stage_workers[k], jobs);
+		for (unsigned i = 0; i < 8; i++)
+			if (s.reserved_[i])
+				pt_fail("stage %u stats: reserved_ not 0", k);
+		jobs_sum += s.jobs;
+	}
+	bp_pipeline_get_stats(p, &all);
+	if (all.worker_jobs != jobs_sum)
+		pt_fail("stages took %llu jobs, the pipeline's worker_jobs %llu",
+			(unsigned long long)jobs_sum,
+			(unsigned long long)all.worker_jobs);
+	{
+		struct bp_stage_stats s;
+
+		if (bp_pipeline_get_stage_stats(p, 3, &s) != -EINVAL ||
+		    bp_pipeline_get_stage_stats(p, 0, NULL) != -EINVAL ||
+		    bp_pipeline_get_stage_stats(NULL, 0, &s) != -EINVAL)
+			pt_fail("stage stats: no -EINVAL for stage 3 or NULL");
+	}
+}
+
 /* The report names every stage, with the jobs each took. */
 static void check_report(struct bp_pipeline *p, unsigned n)
 {
@@ -420,6 +478,7 @@ static void check_report(struct bp_pipeline *p, unsigned n)
 	}
 	if (!strstr(buf, "\"stages\":["))
 		pt_fail("report without stages: %s", buf);
+	check_stage_stats(p, n);
 }
 
 static void one_mode(const char *name, bool ordered, bool takes_failed,
