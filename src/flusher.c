@@ -539,7 +539,8 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 		int64_t left;
 		int rc;
 
-		if (c & CLAIM_BUSY) { /* the owner settling its last job */
+		/* defensive: nobody else claims a closed handle */
+		if (c & CLAIM_BUSY) {
 			bpi_claim_wait(pr, -1);
 			continue;
 		}

@@ -43,7 +43,13 @@ enum {
 	OWN_CLOSE = 4,
 };
 
-/* The owner claims and submits everything staged. */
+/*
+ * The owner claims and submits everything staged. 0 does not always mean
+ * the jobs are in, nor that the buffer has room: without OWN_WAIT a claim
+ * in progress takes what it saw, and on a handle a drain closed the drain
+ * submits what is below claim_end, perhaps not yet (make_room looks at
+ * head again).
+ */
 static int own_flush(struct bp_producer *pr, unsigned how)
 {
 	uint64_t c = bpi_claim_word(pr);
@@ -143,8 +149,8 @@ static void announce_batch(struct bp_pipeline *p, int64_t now,
 
 /*
  * The handle was closed by drain around our tail store: drain submitted
- * the job if its look at tail saw it. Nobody claims a closed handle once
- * drain's claim has ended, so a job it did not take can be taken back.
+ * the job if its look at tail saw it. Drain's later claims (its slices)
+ * submit only below claim_end, so a job at or above it can be taken back.
  */
 static int closed_after_stage(struct bp_producer *pr, uint64_t c, uint64_t t)
 {

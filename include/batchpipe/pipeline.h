@@ -296,7 +296,9 @@ int bp_pipeline_flush(struct bp_pipeline *p, int64_t timeout_ns);
  *
  * After -ETIMEDOUT the pipeline keeps stopping (intake stays closed, the
  * threads keep running): call drain or drain_timeout again to keep
- * waiting, bp_pipeline_abort to have the stage cancel what it holds, or
+ * waiting (its 0 then says the workers' jobs were delivered; jobs the
+ * timed-out call left staged in producer handles stay theirs, and
+ * bp_producer_destroy returns -EPIPE with them), bp_pipeline_abort to have the stage cancel what it holds, or
  * bp_pipeline_destroy (which then aborts). May be called from several
  * threads at once, each with its own timeout: one joins the threads, the
  * others wait for it up to their deadlines, and one of them takes over if
