@@ -155,7 +155,12 @@ struct bp_pipeline_config {
 	const struct bp_stage *stage; /* required */
 	void *stage_ctx; /* see bp_worker_stage_ctx(); NULL: stage->ctx */
 
-	/* required: receives completed jobs in batches, on the sink thread */
+	/*
+	 * required: receives completed jobs in batches, on the sink thread.
+	 * The jobs are the application's from the call on (the library reads
+	 * nothing of them after): it may free, reuse or resubmit them before
+	 * it returns. The jobs array is the library's, valid during the call.
+	 */
 	void (*sink)(void *sink_ctx, struct bp_job **jobs, unsigned n);
 	void *sink_ctx;
 
@@ -239,7 +244,7 @@ int bp_pipeline_start(struct bp_pipeline *p);
 
 /*
  * Submit n jobs; each gets seq, submit_ns and is owned by the pipeline
- * until the sink returns it. Blocking (default): waits for room, up to
+ * until the sink callback is called with it. Blocking (default): waits for room, up to
  * timeout_ns (< 0: no limit), and returns n, or the count accepted before
  * the timeout, or -ETIMEDOUT if none. Finding ingress full, a submit
  * without a limit waits until half of it is free (so that it comes back to

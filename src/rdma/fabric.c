@@ -84,10 +84,10 @@ int bpi_fab_getinfo(const struct bpi_fab_want *want, const struct bpi_logger *l,
 				want->provider ? want->provider : "(any)");
 		else
 			bpi_log(l, BP_LOG_ERROR,
-				"no provider '%s' with RDM endpoints and RMA "
-				"%s%s(fi_info -l lists the providers)",
+				"no provider '%s' with RDM endpoints and RMA"
+				"%s%s (fi_info -l lists the providers)",
 				want->provider ? want->provider : "(any)",
-				node ? "on " : "", node ? node : "");
+				node ? " on " : "", node ? node : "");
 		return want->hmem ? -EOPNOTSUPP : -ENOENT;
 	}
 	if (rc) {
