@@ -63,7 +63,8 @@ case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
 for f in "$libdir/libbatchpipe.a" "$libdir/pkgconfig/batchpipe.pc" \
 	"$prefix/include/batchpipe/batchpipe.h" \
 	"$prefix/share/doc/batchpipe/LICENSE" \
-	"$prefix/share/doc/batchpipe/README.md"; do
+	"$prefix/share/doc/batchpipe/README.md" \
+	"$prefix/share/doc/batchpipe/docs/api/pipeline.md"; do
 	[ -f "$f" ] || fail "not installed: $f"
 done
 # soname_of LIB: its SONAME, which must be NAME.so.MAJOR.MINOR (before 1.0).
