@@ -13,7 +13,9 @@
  * line or a line with another field count: pipeline appends tagged blocks
  * after its rows). Rows that pass the filter give the throughput (median)
  * and p99 (largest; NaN when the column is missing or empty everywhere).
- * Returns 0, -2 when no row passed (no message), or -1 after a message.
+ * Returns 0, -2 when no row passed (no message), SW_BAD_COLUMN after a
+ * message when a column the options name is not in the header (bad usage),
+ * or -1 after a message. Messages begin on a line of their own.
  */
 int sw_parse_csv(const struct sw_opts *o, char *text, struct sw_cols *cols,
 		 double *tput, double *p99)
@@ -24,38 +26,45 @@ int sw_parse_csv(const struct sw_opts *o, char *text, struct sw_cols *cols,
 
 	line = bench_csv_line(&p);
 	if (!line || !*line) {
+		sw_end_progress();
 		fprintf(stderr, "%s: the child printed no CSV\n", BENCH_CMD);
 		return -1;
 	}
 	nh = bench_csv_split(line, h, SW_MAX_COLS);
 	if (nh < 0) {
+		sw_end_progress();
 		fprintf(stderr, "%s: the child's CSV has over %d columns\n",
 			BENCH_CMD, SW_MAX_COLS);
 		return -1;
 	}
 	ti = bench_csv_col(h, nh, o->tput);
 	if (ti < 0) {
+		sw_end_progress();
 		fprintf(stderr,
-			"%s: no column '%s' in the child's CSV header\n",
+			"%s: bad value '%s' for --tput: no such column in the "
+			"child's CSV header\n",
 			BENCH_CMD, o->tput);
-		return -1;
+		return SW_BAD_COLUMN;
 	}
 	for (int i = 0; i < 2 && pi < 0; i++)
 		pi = bench_csv_col(h, nh, o->p99[i]);
 	if (pi < 0 && o->p99_user) {
+		sw_end_progress();
 		fprintf(stderr,
-			"%s: no column '%s' in the child's CSV header\n",
+			"%s: bad value '%s' for --p99: no such column in the "
+			"child's CSV header\n",
 			BENCH_CMD, o->p99_user);
-		return -1;
+		return SW_BAD_COLUMN;
 	}
 	if (o->rows_val) {
 		fi = bench_csv_col(h, nh, o->rows_col);
 		if (fi < 0) {
+			sw_end_progress();
 			fprintf(stderr,
-				"%s: no column '%s' (--rows) in the child's "
-				"CSV header\n",
+				"%s: bad value for --rows: no column '%s' in "
+				"the child's CSV header\n",
 				BENCH_CMD, o->rows_col);
-			return -1;
+			return SW_BAD_COLUMN;
 		}
 	}
 	if (!cols->known) {

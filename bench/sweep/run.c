@@ -15,7 +15,7 @@
 /* A progress line is open on stderr: end it before any message. */
 static int sw_progress_open;
 
-static void sw_end_progress(void)
+void sw_end_progress(void)
 {
 	if (sw_progress_open)
 		fprintf(stderr, "\n");
@@ -62,8 +62,9 @@ void sw_args(const struct sw_opts *o, unsigned b, int p2, char **args,
 
 /*
  * One child run: 0 with its numbers; 1 when it ran but gave no rows and
- * `quiet_empty` is set; else -1 after the child's command and output were
- * shown (it failed, or its CSV is unusable). `more`: options appended for
+ * `quiet_empty` is set; else -1 (SW_USAGE for bad usage: the child exited
+ * 2, or a column the options name is missing) after the child's command
+ * and output were shown (it failed, or its CSV is unusable). `more`: options appended for
  * this run only (NULL-terminated, may be NULL).
  */
 static int sw_point(const struct sw_opts *o, unsigned b, int p2,
@@ -72,7 +73,7 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 {
 	char *args[SW_MAX_ARGS + 8], bval[16], *out = NULL;
 	FILE *errf = tmpfile();
-	int st, rc = -1, n = 0;
+	int st, rc = -1, n = 0, usage = 0;
 
 	if (!errf)
 		bench_die("%s: tmpfile: %s\n", BENCH_CMD, strerror(errno));
@@ -105,6 +106,8 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 				"%s: the child died of signal %d: ", BENCH_CMD,
 				WTERMSIG(st));
 		sw_print_cmd(stderr, args);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == BENCH_EXIT_USAGE)
+			usage = 1;
 	} else {
 		char *copy = strdup(out);
 
@@ -112,6 +115,7 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 			bench_die("%s: out of memory\n", BENCH_CMD);
 		rc = sw_parse_csv(o, copy, cols, tput, p99);
 		free(copy);
+		usage = rc == SW_BAD_COLUMN;
 		if (rc == -2 && quiet_empty) {
 			rc = 1;
 		} else if (rc) {
@@ -137,7 +141,7 @@ static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 		sw_dump_stderr(errf);
 	free(out);
 	fclose(errf);
-	return rc;
+	return rc < 0 && usage ? SW_USAGE : rc;
 }
 
 /*
@@ -189,9 +193,18 @@ int sw_sweep(const struct sw_opts *o, struct sw_results *r)
 				o->preset ? "B" : o->param, o->b[b],
 				o->np2 ? "/" : "", o->np2 ? o->p2name : "",
 				o->np2 ? "=" : "", o->np2 ? o->p2[p2] : "");
-			if (sw_point(o, o->b[b], p2, &r->cols,
-				     sw_cell(r->tput, r, run, p2, b),
-				     sw_cell(r->p99, r, run, p2, b), 0, NULL)) {
+			int rc = sw_point(o, o->b[b], p2, &r->cols,
+					  sw_cell(r->tput, r, run, p2, b),
+					  sw_cell(r->p99, r, run, p2, b), 0,
+					  NULL);
+
+			if (rc == SW_USAGE) {
+				fprintf(stderr, "%s: see bpbench sweep --help "
+						"(and the subcommand's)\n",
+					BENCH_CMD);
+				return SW_USAGE;
+			}
+			if (rc) {
 				fprintf(stderr,
 					"%s: stopped: no numbers are printed "
 					"from a sweep with a failed child\n",

@@ -222,9 +222,9 @@ static const struct bench_cmd sw_cmd = {
 		"with --csv, interleaved:\nfor each run every point once, in a "
 		"fresh shuffled order; medians over runs.\nPer point: "
 		"throughput, p99 latency, both relative to the smallest B. "
-		"A\nchild that exits non-zero stops the sweep (exit 1) with "
-		"its "
-		"stderr shown.\nOnly the first CSV block of the child is read; "
+		"A\nchild that exits non-zero stops the sweep (exit 1; exit 2 "
+		"when the child\nexited 2, bad usage, or its CSV lacks the "
+		"--tput, --p99 or --rows column)\nwith its stderr shown.\nOnly the first CSV block of the child is read; "
 		"when it has several rows,\nthe point's throughput is their "
 		"median and its p99 the largest of theirs.\n"
 		"presets:\n"
@@ -325,8 +325,13 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 	} else {
 		if (!o->param_set || o->b_set)
 			return bench_usage_error(
-				&o->a, "without a preset, give --param "
-				       "NAME=LIST (not --batches)");
+				&o->a, o->b_set ? "without a preset, give "
+						  "--param NAME=LIST, not "
+						  "--batches"
+						: "name a preset (ring, "
+						  "pipeline, rdma) or give --param "
+						  "NAME=LIST, --tput COL and "
+						  "-- SUB");
 		if (!o->tput)
 			return bench_usage_error(
 				&o->a, "the generic form needs --tput COL");
@@ -447,8 +452,8 @@ int bench_sweep_main(int argc, char **argv)
 	}
 	/* the RDMA children talk over loopback only */
 	setenv("FI_TCP_IFACE", "lo", 0);
-	if (o.preset && o.preset->rdma && sw_rdma_provider(&o))
-		return 1;
+	if (o.preset && o.preset->rdma && (rc = sw_rdma_provider(&o)) != 0)
+		return rc == SW_USAGE ? BENCH_EXIT_USAGE : 1;
 
 	r.runs = (int)o.a.runs;
 	r.nb = o.nb;
@@ -459,8 +464,9 @@ int bench_sweep_main(int argc, char **argv)
 	for (size_t i = 0; i < ncell; i++)
 		r.tput[i] = r.p99[i] = NAN;
 
-	if (sw_sweep(&o, &r)) {
-		rc = 1;
+	rc = sw_sweep(&o, &r);
+	if (rc) {
+		rc = rc == SW_USAGE ? BENCH_EXIT_USAGE : 1;
 		goto done;
 	}
 	rc = bench_emit(&o.a, sw_print_csv, sw_print_table, NULL, &rep);

@@ -104,10 +104,19 @@ void sw_print_cmd(FILE *f, char *const *args);
 void sw_dump_stderr(FILE *errf);
 
 /* csv.c */
+#define SW_BAD_COLUMN (-3) /* sw_parse_csv: --tput, --p99 or --rows names
+			      no column of the child's CSV */
 int sw_parse_csv(const struct sw_opts *o, char *text, struct sw_cols *cols,
 		 double *tput, double *p99);
 
 /* run.c */
+/*
+ * A sweep that failed on bad usage: a column the options name is not in
+ * the child's CSV, or the child itself exited 2 (a bad option after --).
+ * sw_rdma_provider and sw_sweep return it; bpbench sweep exits 2 then.
+ */
+#define SW_USAGE (-2)
+void sw_end_progress(void); /* end an open progress line before a message */
 void sw_args(const struct sw_opts *o, unsigned b, int p2, char **args,
 	     char *bval, size_t bval_len);
 int sw_rdma_provider(struct sw_opts *o);

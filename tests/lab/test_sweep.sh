@@ -141,16 +141,23 @@ if ! { [ "$rc" -eq 0 ] && grep -q -- '--batches LIST' "$tmp/help.out" &&
 	fail "sweep --help (exit $rc) lacks options or presets"
 fi
 
-# ---- a child that fails stops the sweep, its stderr shown ----
+# ---- a child that fails stops the sweep, its stderr shown; a child's bad
+# usage (exit 2) and a column the options name that its CSV lacks are bad
+# usage of the sweep too: exit 2, the message on a line of its own (not on
+# the progress line) ----
 run child "$bp" sweep pipeline --runs 1 --batches 1,2 -- --no-such-option
-[ "$rc" -ne 0 ] || fail "a failing child: the sweep exited 0"
-[ "$rc" -ne 2 ] || fail "a failing child: the sweep exited 2 (its own usage)"
+[ "$rc" -eq 2 ] || fail "a child's bad option: the sweep exited $rc, expected 2"
 grep -q "no-such-option" "$tmp/child.err" ||
 	fail "a failing child: its stderr is not shown"
+grep -q '^bpbench sweep: see bpbench sweep --help' "$tmp/child.err" ||
+	fail "a child's bad option: no pointer to --help"
 [ -s "$tmp/child.out" ] && fail "a failing child: the sweep printed results"
 run col "$bp" sweep --param batches=2 --tput no_such_column --runs 1 -- \
 	ring --queues batchpipe --points 1x1 --runs 1 --no-single --ms 5
-[ "$rc" -eq 1 ] || fail "a missing --tput column: exit $rc, expected 1"
+[ "$rc" -eq 2 ] || fail "a missing --tput column: exit $rc, expected 2"
+grep -q "^bpbench sweep: bad value 'no_such_column' for --tput" "$tmp/col.err" ||
+	fail "a missing --tput column: not said on a line of its own"
+[ -s "$tmp/col.out" ] && fail "a missing --tput column: the sweep printed results"
 
 # ---- --out: needs gnuplot ----
 if ! command -v gnuplot >/dev/null 2>&1; then
