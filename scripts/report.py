@@ -162,14 +162,15 @@ def target_lines(path):
     """The targets a step's table judges, as (target, verdict) pairs:
     every line of its HEADLINE block that says met / meets / MISSED /
     MISSES / n/a (a line with several verdicts, "a: meets; b: MISSES",
-    gives one pair each). [] when the table has no HEADLINE."""
+    gives one pair each); bpbench rdma's block is headed "targets".
+    [] when the table has neither."""
     if not os.path.isfile(path):
         return []
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     out, inside = [], False
     for line in lines:
-        if line.startswith("HEADLINE"):
+        if line.startswith("HEADLINE") or line.strip() == "targets":
             inside = True
             continue
         if not inside:

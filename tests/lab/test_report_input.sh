@@ -31,6 +31,19 @@ printf '2. cost 30 %% (target <= 15 %%: MISSES)\n   a: met; b: MISSED\n\nafter: 
 printf 'subcommand,param,value,param2,value2,run,throughput,throughput_unit,p99,p99_unit\n' \
 	>"$d/sweep-pipeline.csv"
 printf 'pipeline,batches,x,,,0,1.5,Mjobs/s,10,us\n' >>"$d/sweep-pipeline.csv"
+# the RDMA sizes step: its CSV per size and variant, its verdicts under
+# bpbench rdma's "targets" heading
+printf 'rdma-sizes\tok\t13\tRDMA write sizes\t\t0\t0\n' >>"$d/steps.tsv"
+printf 'provider,mode,size,post_batch,reap_batch,depth,workers,rails,run,GBps,Mops,cpu_ns_per_op\n' \
+	>"$d/rdma-sizes.csv"
+printf 'shm,pipeline,64,16,16,16,1,1,0,0.02,0.3,4000\nshm,raw,64,16,16,16,1,1,0,0.025,0.4,2000\n' \
+	>>"$d/rdma-sizes.csv"
+printf 'shm,pipeline,64,16,16,16,1,1,1,0.03,0.3,4000\nshm,raw,64,16,16,16,1,1,1,0.03,0.4,2000\n' \
+	>>"$d/rdma-sizes.csv"
+printf 'shm,pipeline,1048576,16,16,16,1,1,0,15,0.01,70000\nshm,raw,1048576,16,16,16,1,1,0,16,0.01,66000\n' \
+	>>"$d/rdma-sizes.csv"
+printf 'a table\n\ntargets\n  1. shm 1M: pipeline 15 GB/s (>= 90 %%): MET\n' >"$d/rdma-sizes.txt"
+printf '  2. shm 64 B: 0.8 of raw (>= 0.9): MISSED\n' >>"$d/rdma-sizes.txt"
 
 python3 "$BP_SOURCE_ROOT/scripts/report.py" "$d" >"$tmp/out" 2>&1
 rc=$?
@@ -53,6 +66,13 @@ grep -q '^| 2. cost 30 % (target <= 15 %: MISSES) | MISSED |' "$d/report.md" ||
 	fail "a MISSED target is not listed in its section"
 grep -q '^pipeline: 2 of 4 targets MISSED' "$d/summary.txt" ||
 	fail "the headline does not say targets were missed"
+grep -q '^| RDMA write sizes | ok | 1 met, 1 MISSED |' "$d/report.md" ||
+	fail "the steps table does not count the RDMA sizes verdicts (its 'targets' block)"
+# per size: both variants' spread and the median of per-run ratios (0.8, 1.0)
+grep -q '^| shm | 64 | 0.025 \[0.020-0.030\] n=2 | 0.028 \[0.025-0.030\] n=2 | 0.90x |' \
+	"$d/report.md" || fail "the RDMA sizes table is not as its CSV says"
+grep -q '^| shm | 1M | 15.000 n=1 | 16.000 n=1 | 0.94x |' "$d/report.md" ||
+	fail "the RDMA sizes table lacks 1M"
 # the machine's load per step; a step under load is marked, and said first
 grep -q '^| ring comparison | ok |  | 1 | others 3 %, steal 0 % |' "$d/report.md" ||
 	fail "the steps table lacks a step's load"
