@@ -712,7 +712,51 @@ set title 'bp_ring against each other queue, per point (P producers x C consumer
         for png in sorted(glob.glob(os.path.join(self.dir, "pipeline*.png"))):
             if os.path.basename(png) != "pipeline-workers.png":
                 self.figure(os.path.basename(png), "the pipeline's throughput.")
+        self.pipeline_latency()
         self.step_table("pipeline")
+
+    LAT_ROW = re.compile(r"^(busy-poll|spin-sleep|sleep)" + r"\s+([\d.]+) / ([\d.]+)" * 5 +
+                         r"\s+([\d.]+)\s*$")
+
+    def pipeline_latency(self):
+        """The latency, wake-up and idle-CPU table of pipeline.txt, in the
+        open: one job at a time through 1 producer and 1 worker, per wait."""
+        p = os.path.join(self.dir, "pipeline.txt")
+        if not os.path.isfile(p):
+            return
+        self.current = p
+        with open(p, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        start = next((i for i, l in enumerate(lines) if l.startswith("Latency, 1 producer")), None)
+        if start is None:
+            return
+        rows, floors, gap = [], [], "a long"
+        for line in lines[start:]:
+            m = re.search(r"wake-up: (\d+) us idle", line)
+            if m:
+                gap = "%s us" % m.group(1)
+            if line.startswith("HEADLINE"):
+                break
+            m = self.LAT_ROW.match(line)
+            if m:
+                g = m.groups()
+                rows.append([g[0], "%s / %s" % (g[1], g[2]), "%s / %s" % (g[5], g[6]),
+                             "%s / %s" % (g[7], g[8]), g[11]])
+            elif line.startswith(("cross-core hand-off", "gap, p50 / p99", "wake-up floor")):
+                floors.append(line.strip())
+        if not rows:
+            return
+        self.para(("Latency and idle CPU (bpbench pipeline's own table): one job at a time, 1 "
+                  "producer, 1 worker, submit -> sink callback one way in us, p50 / p99, "
+                  "medians over the runs. low-load: the producer spins until its job is back; "
+                  "same-wait: it waits with the row's strategy; wake-up: after %s idle "
+                  "gap, so the workers and the sink sleep first; idle CPU: 2 workers and the "
+                  "sink with no jobs, %% of one core. Busy-polling buys the wake-up with a "
+                   "core; the sleeping waits give it back.") % gap)
+        self.table(["wait", "low-load p50 / p99 us", "same-wait p50 / p99 us",
+                    "wake-up p50 / p99 us", "idle CPU %"], rows)
+        if floors:
+            self.para("Floors on this machine: " + " ".join(floors))
 
     def chain(self):
         self.heading("Chains of stages")

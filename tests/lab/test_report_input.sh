@@ -24,8 +24,12 @@ printf 'variant,threads,B,run\nmutex,1,1,0\n' >"$d/locks-work50.csv"
 printf 'queue,P,C,B,run,p50_ns\nmutex,1,1,8,0,100\n' >"$d/ring.csv"
 printf 'producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_us\n' >"$d/pipeline.csv"
 printf '1,1,8,spin-sleep,0,0,3.25,1,2\n' >>"$d/pipeline.csv"
-printf 'bpbench pipeline: a table\n\nHEADLINE (targets)\n1. speed: 5 (target >= 4: meets)\n' \
+printf 'bpbench pipeline: a table\n\nLatency, 1 producer, 1 worker, one job at a time\n' \
 	>"$d/pipeline.txt"
+printf 'wake-up: 5000 us idle before each job\n%s\n' \
+	'spin-sleep        4.0 / 5.7       4.1 / 6.1       4.1 / 5.7   101.7 / 174.6   114.7 / 196.6     0.03' \
+	>>"$d/pipeline.txt"
+printf '\nHEADLINE (targets)\n1. speed: 5 (target >= 4: meets)\n' >>"$d/pipeline.txt"
 printf '2. cost 30 %% (target <= 15 %%: MISSES)\n   a: met; b: MISSED\n\nafter: MISSED\n' \
 	>>"$d/pipeline.txt"
 printf 'subcommand,param,value,param2,value2,run,throughput,throughput_unit,p99,p99_unit\n' \
@@ -59,6 +63,10 @@ grep -q '^unreadable: locks-work50.csv (no column Mitems_per_s' "$d/report.md" |
 	fail "the missing column is not named"
 grep -q '^| spin-sleep | 1 | 3.2 n=1 |' "$d/report.md" || fail "the pipeline section after them is missing"
 grep -q '^## Batch sweep' "$d/report.md" || fail "no sweep section"
+# the pipeline's latency, wake-up and idle CPU, in the open
+grep -q '^| spin-sleep | 4.0 / 5.7 | 4.1 / 5.7 | 101.7 / 174.6 | 0.03 |' "$d/report.md" ||
+	fail "the pipeline's latency table is not shown"
+grep -q 'wake-up: after 5000 us idle gap' "$d/report.md" || fail "the idle gap is not named"
 # the step's own verdicts, in the open: the HEADLINE block's lines only
 grep -q '^| pipeline | ok | 2 met, 2 MISSED |' "$d/report.md" ||
 	fail "the steps table does not count the pipeline's verdicts"
