@@ -137,6 +137,21 @@ def spread(values, digits=2):
                                 fmt(max(v), digits), len(v))
 
 
+def overlaps(a, b):
+    """Whether the min-max ranges of two run lists overlap: then the runs
+    do not show which is faster, whatever the medians say."""
+    a = [x for x in a if x is not None]
+    b = [x for x in b if x is not None]
+    return bool(a and b and len(a) + len(b) > 2 and
+                max(min(a), min(b)) <= min(max(a), max(b)))
+
+
+OVERLAP = " (ranges overlap)"
+OVERLAP_NOTE = ("\"(ranges overlap)\": the two sides' min-max ranges over the runs "
+                "overlap, so the runs do not show a difference, whatever the medians "
+                "say.")
+
+
 def gnuplot(script):
     """Run gnuplot on script: "" when it drew, else why not."""
     exe = shutil.which("gnuplot")
@@ -622,9 +637,11 @@ class Report:
             ratio = bp / best[0] if bp and best else None
             if ratio:
                 ratios.append(ratio)
-            out.append(["%sx%s" % (p, c), b, spread(med[(p, c, b)].get("batchpipe", [])),
-                        best[1] if best else "-", fmt(best[0]) if best else "-",
-                        ratio_text(ratio)])
+            bp_runs = med[(p, c, b)].get("batchpipe", [])
+            best_runs = med[(p, c, b)].get(best[1], []) if best else []
+            out.append(["%sx%s" % (p, c), b, spread(bp_runs), best[1] if best else "-",
+                        spread(best_runs) if best else "-",
+                        ratio_text(ratio) + (OVERLAP if overlaps(bp_runs, best_runs) else "")])
         names = sorted({r["queue"] for r in rows
                         if not r["queue"].startswith("batchpipe")
                         and not r["queue"].endswith("-ceiling")})
@@ -632,7 +649,9 @@ class Report:
                   "queues (%s) at each point: P producers x C consumers, batch size B; "
                   "medians of interleaved runs, M items/s." % ", ".join(names))
         self.table(["PxC", "B", "batchpipe M/s, median [min-max] n", "best other",
-                    "its median M/s", "batchpipe / best other"], out)
+                    "its M/s, median [min-max] n", "batchpipe / best other (of medians)"],
+                   out)
+        self.para(OVERLAP_NOTE)
         self.ring_ratio_figure(med, names)
         if ratios:
             g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
@@ -644,11 +663,14 @@ class Report:
             qs = {q: median(v) for q, v in med[(p, c, b)].items()}
             sp, top = qs.get("batchpipe-sp-sc"), qs.get("spsc-ceiling")
             if sp and top:
-                ceil.append(["%sx%s" % (p, c), b, fmt(sp), fmt(top), ratio_text(sp / top)])
+                a, t = med[(p, c, b)]["batchpipe-sp-sc"], med[(p, c, b)]["spsc-ceiling"]
+                ceil.append(["%sx%s" % (p, c), b, spread(a), spread(t),
+                             ratio_text(sp / top) + (OVERLAP if overlaps(a, t) else "")])
         if ceil:
             self.para("bp_ring's single-producer / single-consumer mode against the plain "
                       "cached-index SPSC ring written for that topology alone (its ceiling).")
-            self.table(["PxC", "B", "batchpipe-sp-sc M/s", "spsc-ceiling M/s", "ratio"], ceil)
+            self.table(["PxC", "B", "batchpipe-sp-sc M/s, median [min-max] n",
+                        "spsc-ceiling M/s, median [min-max] n", "ratio (of medians)"], ceil)
         for png in ("ring.png",):
             if os.path.isfile(os.path.join(self.dir, png)):
                 self.figure(png, "ring throughput per queue and point.")
@@ -850,18 +872,26 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
             t_pk, b_pk = max(((median([t for t, _ in byb[b]]), b) for b in bs),
                              key=lambda x: x[0] if x[0] is not None else -1)
             label = "%s=%s" % (p2, v2) if p2 else "-"
-            out.append([label, "%g" % lo, fmt(t_lo), fmt(l_lo), "%g" % hi, fmt(t_hi), fmt(l_hi),
-                        "%s at B=%g" % (fmt(t_pk), b_pk) if t_pk is not None else "-",
-                        ratio_text(t_pk / t_lo) if t_lo and t_pk else "-",
-                        ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
+
+            def runs(b, i):
+                return [x[i] for x in byb[b]]
+            peak_vs_lo = ratio_text(t_pk / t_lo) if t_lo and t_pk else "-"
+            if t_lo and t_pk and b_pk != lo and overlaps(runs(b_pk, 0), runs(lo, 0)):
+                peak_vs_lo += OVERLAP
+            out.append([label, "%g" % lo, spread(runs(lo, 0)), spread(runs(lo, 1), 1),
+                        "%g" % hi, spread(runs(hi, 0)), spread(runs(hi, 1), 1),
+                        "%s at B=%g" % (spread(runs(b_pk, 0)), b_pk)
+                        if t_pk is not None else "-",
+                        peak_vs_lo, ratio_text(l_hi / l_lo) if l_lo and l_hi else "-"])
             if len(out) == 1:
                 self.summary.append(
                     "sweep (pipeline): throughput B=%g %s, peak %s %s at B=%g (%s of B=%g), "
                     "B=%g %s; p99 at full load %s -> %s %s"
-                    % (lo, fmt(t_lo), fmt(t_pk), units[0], b_pk, out[-1][8], lo, hi,
+                    % (lo, fmt(t_lo), fmt(t_pk), units[0], b_pk, peak_vs_lo, lo, hi,
                        fmt(t_hi), fmt(l_lo), fmt(l_hi), units[1]))
         self.para("The pipeline run at full load once per batch size B: throughput (%s) and "
-                  "p99 latency (%s) at the smallest and the largest B, medians over runs. The "
+                  "p99 latency (%s) at the smallest and the largest B, median [min-max] n over "
+                  "runs; the ratios are of medians. The "
                   "p99 is measured at saturation, so it is mostly queueing in full rings; "
                   "larger batches drain the rings faster, so it usually falls as B grows. It is "
                   "not what a batch costs a job when the pipeline is not busy: that is bpbench "
@@ -873,6 +903,7 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
         self.table(["second parameter", "B small", "throughput", "p99", "B large",
                     "throughput", "p99", "peak throughput", "peak / B small",
                     "p99 large/small"], out)
+        self.para(OVERLAP_NOTE)
         self.figure(name + ".png",
                     "throughput (left) and p99 latency at full load (right) vs B, log x axis; a "
                     "throughput curve that flattens says where larger batches stop paying; the "
@@ -964,9 +995,11 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
             def col(runs, field):
                 return [num(x[field]) for x in runs.values()]
             table.append([prov, size_text(size), spread(col(pipe, "GBps"), 3),
-                          spread(col(raw, "GBps"), 3), ratio_text(median(per_run)),
-                          fmt(median(col(pipe, "cpu_ns_per_op")), 0),
-                          fmt(median(col(raw, "cpu_ns_per_op")), 0)])
+                          spread(col(raw, "GBps"), 3),
+                          ratio_text(median(per_run)) +
+                          (OVERLAP if overlaps(col(pipe, "GBps"), col(raw, "GBps")) else ""),
+                          spread(col(pipe, "cpu_ns_per_op"), 0),
+                          spread(col(raw, "cpu_ns_per_op"), 0)])
             for mode, runs in (("pipeline", pipe), ("raw", raw)):
                 g = median(col(runs, "GBps"))
                 if g:
@@ -974,8 +1007,8 @@ set title 'bp_pipeline (solid) and the plain design (dashed), %s, trivial jobs'"
                                                                   max(col(runs, "GBps"))))
         self.table(["provider", "size", "pipeline GB/s", "raw GB/s", "pipeline / raw",
                     "pipeline CPU ns/write", "raw CPU ns/write"], table)
-        self.para("GB/s: median [min-max] n over the runs; pipeline / raw: the median of "
-                  "per-run ratios (runs paired as they alternated); CPU: medians.")
+        self.para("GB/s and CPU: median [min-max] n over the runs; pipeline / raw: the "
+                  "median of per-run ratios (runs paired as they alternated). " + OVERLAP_NOTE)
         top = max(size for _, size in cells)
         for t, (_, size) in zip(table, sorted(cells)):
             if size != top:

@@ -57,7 +57,7 @@ while IFS="$(printf '\t')" read -r id status _secs _title note _others _steal; d
 		# Each step that ran has its section in the report.
 		case $id in
 		locks | locks-work50) marker="| threads | best batchpipe variant (B) |" ;;
-		ring) marker="| batchpipe / best other |" ;;
+		ring) marker="| batchpipe / best other (of medians) |" ;;
 		pipeline) marker="## Pipeline" ;;
 		chain) marker="## Chains of stages" ;;
 		sweep) marker="| B small |" ;;
