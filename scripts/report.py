@@ -357,11 +357,29 @@ class Report:
             self.summary.append("%s: %d of %d targets MISSED (first: %s)"
                                 % (sid, len(missed), judged, missed[0]))
 
+    RUNS_RE = re.compile(r"(\d+) runs? x (\d+) ms|(\d+) run\(s\) per point.*?--ms (\d+)|"
+                         r"medians of (\d+) interleaved runs of (\d+) ms", re.S)
+
+    def step_runs(self, sid):
+        """How many runs of how long each the step's numbers come from, as
+        its table says in its first lines: one line, or nothing."""
+        p = os.path.join(self.dir, sid + ".txt")
+        if not os.path.isfile(p):
+            return
+        with open(p, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+        m = self.RUNS_RE.search(head)
+        if m:
+            g = [x for x in m.groups() if x is not None]
+            self.para("Runs behind each figure: %s per point, each a window of %s ms "
+                      "(interleaved; the spreads above are over these runs)." % (g[0], g[1]))
+
     def step_table(self, sid, targets=True):
-        """The step's targets (unless targets is False: the flame step's
-        table holds the profiled runs' output, not targets of its own),
-        then its whole table, folded."""
+        """How many runs of how long, the step's targets (unless targets
+        is False: the flame step's table holds the profiled runs' output,
+        not targets of its own), then its whole table, folded."""
         if targets:
+            self.step_runs(sid)
             self.step_targets(sid)
         p = os.path.join(self.dir, sid + ".txt")
         if os.path.isfile(p) and os.path.getsize(p):
