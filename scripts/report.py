@@ -505,15 +505,19 @@ class Report:
         return runs
 
     @staticmethod
-    def locks_spread(runs, variant, threads, b, med):
-        """The runs behind a headline median, as "median [min-max] n": at
-        B b, or (b None) at the B whose median is med; the median alone
-        without the runs."""
+    def locks_vals(runs, variant, threads, b, med):
+        """The runs behind a headline median: at B b, or (b None) at the B
+        whose median is med; [] without them."""
         if b is not None:
-            vals = runs.get((variant, str(threads), str(b)), [])
-        else:
-            cands = [v for k, v in runs.items() if k[0] == variant and k[1] == str(threads)]
-            vals = min(cands, key=lambda v: abs(median(v) - (med or 0)), default=[])
+            return runs.get((variant, str(threads), str(b)), [])
+        cands = [v for k, v in runs.items() if k[0] == variant and k[1] == str(threads)]
+        return min(cands, key=lambda v: abs(median(v) - (med or 0)), default=[])
+
+    @classmethod
+    def locks_spread(cls, runs, variant, threads, b, med):
+        """Those runs as "median [min-max] n"; the median alone without
+        them."""
+        vals = cls.locks_vals(runs, variant, threads, b, med)
         return spread(vals) if vals else fmt(med)
 
     def mutex_span(self, name, top):
@@ -563,19 +567,25 @@ class Report:
                   "batch both ends through lock-free rings (batchpipe-pipeline is the library's "
                   "own producers -> workers -> sink). Medians of interleaved runs, M results/s.")
         head = ["threads", "best batchpipe variant (B)", "M/s, median [min-max] n",
-                "mutex M/s, median [min-max] n", "batchpipe / mutex",
-                "batchpipe-pipeline M/s"]
+                "mutex M/s, median [min-max] n", "batchpipe / mutex (of medians)",
+                "batchpipe-pipeline M/s, median [min-max] n"]
         if work and ceiling:
             head += ["best % of ceiling", "mutex % of ceiling", "pipeline % of ceiling"]
         runs = self.locks_runs(name)
         out, above = [], False
         for r in rows:
+            best_runs = self.locks_vals(runs, r["best_variant"], r["threads"], r["best_B"],
+                                        num(r["best_mps"]))
+            mutex_runs = self.locks_vals(runs, "mutex", r["threads"], None,
+                                         num(r["mutex_mps"]))
             line = [r["threads"], "%s (B=%s)" % (r["best_variant"], r["best_B"])
                     if r["best_variant"] else "-",
-                    self.locks_spread(runs, r["best_variant"], r["threads"], r["best_B"],
-                                      num(r["best_mps"])),
-                    self.locks_spread(runs, "mutex", r["threads"], None, num(r["mutex_mps"])),
-                    ratio_text(num(r["ratio"])), fmt(num(r["pipeline_mps"]))]
+                    spread(best_runs) if best_runs else fmt(num(r["best_mps"])),
+                    spread(mutex_runs) if mutex_runs else fmt(num(r["mutex_mps"])),
+                    ratio_text(num(r["ratio"])) +
+                    (OVERLAP if overlaps(best_runs, mutex_runs) else ""),
+                    self.locks_spread(runs, "batchpipe-pipeline", r["threads"], None,
+                                      num(r["pipeline_mps"]))]
             if work and ceiling:
                 pcts = [self.pct_of_ceiling(r, k, ceiling) for k in ("best", "mutex", "pipeline")]
                 line += [fmt(v, 1) for v in pcts]
@@ -583,6 +593,8 @@ class Report:
                     above = True
             out.append(line)
         self.table(head, out)
+        self.para(OVERLAP_NOTE + (" The % of the ceiling is of the medians." if work and ceiling
+                                  else ""))
         if work and ceiling and above:
             self.para("Warning: a variant runs above the compute ceiling, which no correct "
                       "run can do: the ceiling's measurement (or the jobs' work) is off here, "
