@@ -217,6 +217,7 @@ class Report:
 
     def __init__(self, d):
         self.dir = d
+        self.flame_runs = {}  # flame_profiles: {name: (M/s, CPUs)} as profiled
         self.md = []
         self.html = []
         self.summary = []
@@ -1164,27 +1165,74 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                       if "-vs-" in b else "flame graph: " + b)
         self.html.append("</ul>")
         self.md.append("")
-        for line in self.flame_profiles():
+        profiles = self.flame_profiles()
+        for line in profiles.values():
             self.para(line)
         for cmp_png in sorted(glob.glob(os.path.join(fdir, "*-vs-*.png"))):
             a, b = os.path.basename(cmp_png)[:-4].split("-vs-", 1)
             self.figure(os.path.relpath(cmp_png, self.dir),
                         "%s (left) and %s (right), then %s coloured by its change from %s: red "
                         "frames take a larger share of the samples, blue a smaller one, orange "
-                        "ones are new. Look for where the widest plateaus sit: in a lock and the "
-                        "kernel's futex paths, or in the jobs' own work and the queue operations "
-                        "(the top self-time functions of each profile are listed on the page "
-                        "and in the step's table below)." % (a, b, b, a))
+                        "ones are new. %s" % (a, b, b, a, self.flame_verdict(fdir, a, b)))
         self.step_table("flame", targets=False)
+
+    @staticmethod
+    def folded_shares(path):
+        """(samples, % of them in a futex call, % in a system call) of a
+        folded profile (one "frame;frame;... count" line per stack); None
+        when it cannot be read."""
+        total = futex = syscall = 0
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    stack, _, count = line.rstrip().rpartition(" ")
+                    if not count.isdigit():
+                        continue
+                    c = int(count)
+                    total += c
+                    futex += c if "futex" in stack.lower() else 0
+                    syscall += c if ("entry_SYSCALL_64" in stack or
+                                     "do_syscall_64" in stack) else 0
+        except OSError:
+            return None
+        return (total, 100 * futex / total, 100 * syscall / total) if total else None
+
+    def flame_verdict(self, fdir, a, b):
+        """What this pair of profiles shows, in numbers of this run: each
+        side's throughput and CPUs as profiled, and how much of its samples
+        the kernel's futex and system-call paths took."""
+        sa = self.folded_shares(os.path.join(fdir, a + ".folded"))
+        sb = self.folded_shares(os.path.join(fdir, b + ".folded"))
+        runs = self.flame_runs
+        if not sa or not sb:
+            return ("Look for where the widest plateaus sit: in a lock and the kernel's "
+                    "futex paths, or in the jobs' own work and the queue operations.")
+        text = "In this run "
+        if a in runs and b in runs and runs[a][0]:
+            text += ("%s moved %s M/s on %s CPUs and %s %s M/s on %s CPUs (%s). " % (
+                a, fmt(runs[a][0]), fmt(runs[a][1]), b, fmt(runs[b][0]), fmt(runs[b][1]),
+                ratio_text(runs[b][0] / runs[a][0])))
+        text += ("%s spent %.1f %% of its samples in futex calls (a lock's sleeps and "
+                 "wake-ups) and %.1f %% in system calls; %s %.1f %% and %.1f %%. " % (
+                     a, sa[1], sa[2], b, sb[1], sb[2]))
+        if sa[1] > 10 and sb[1] < sa[1] / 4:
+            text += ("So %s's threads spend their CPU waking and waiting for each other "
+                     "in the kernel; %s's spend it in user space, on the jobs and the "
+                     "queue operations (the top self time of each is above)." % (a, b))
+        else:
+            text += ("Neither is dominated by a lock's kernel paths here: compare the "
+                     "widest plateaus and the top self time of each (above).")
+        return text
 
     def flame_profiles(self):
         """A sentence per profile from the step's table (flame.txt): the
         profiled run's own throughput and CPUs against the same point of
         the locks step, unprofiled, and where its time went (top self
-        time)."""
+        time). {name: sentence}; self.flame_runs gets {name: (M/s, CPUs)}."""
+        self.flame_runs = {}
         p = os.path.join(self.dir, "flame.txt")
         if not os.path.isfile(p):
-            return []
+            return {}
         with open(p, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
         unprof = {}
@@ -1194,7 +1242,7 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                 runs.setdefault((r["variant"], str(r["threads"]), str(r["B"])), []).append(
                     num(r["Mitems_per_s"]))
             unprof = {k: median([x for x in v if x is not None]) for k, v in runs.items()}
-        out, seen, last = [], set(), None
+        out, seen, last = {}, set(), None
         row = re.compile(r"^\s+(\d+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+\S+\s+([\d.]+)$")
         for i, line in enumerate(lines):
             m = row.match(line)
@@ -1214,6 +1262,7 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
             text = "%s (%s samples): " % (name, m.group(2))
             if last and last[1] == name:
                 mps, cpus = num(last[3]), num(last[4])
+                self.flame_runs[name] = (mps, cpus)
                 text += "the profiled run moved %s M/s on %s CPUs" % (fmt(mps), fmt(cpus))
                 ref = unprof.get((name, last[0], last[2]))
                 if ref and mps:
@@ -1225,7 +1274,7 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                 text += ". "
             if tops:
                 text += "Where its time went (self time): %s." % ", ".join(tops)
-            out.append(text)
+            out[name] = text
         return out
 
     def other_pngs(self):

@@ -111,6 +111,9 @@ if grep -q '^flame	skipped' "$out/steps.tsv"; then
 		fail "the flame step skipped but the report does not say so"
 else
 	ls "$out"/flame/*-vs-*.html >/dev/null 2>&1 || fail "no flame-graph comparison page"
+	# the comparison's caption says what this run's profiles show
+	grep -q 'In this run .* of its samples in futex calls' "$out/report.md" ||
+		fail "the flame-graph comparison does not say what this run shows"
 fi
 
 # Nothing the page would fetch: every image is a data URI, no script or
