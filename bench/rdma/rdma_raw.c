@@ -119,6 +119,31 @@ static void rr_rail_close(struct rr_rail *rl)
 	rl->cq_fd = -1;
 }
 
+/*
+ * shm backs an endpoint with a /dev/shm file named after the process
+ * ("PID:0:N") and removes it when the endpoint closes; a bpbench killed
+ * mid-run leaves it. Named as the library names its own ("bp-PID-..."),
+ * the file is one the library's sweep removes once PID is gone (the next
+ * run that opens a shm endpoint, or bp-target's periodic sweep). Only the
+ * name differs from what libfabric picks: nothing per operation.
+ */
+static int rr_shm_name(struct fi_info *info, unsigned k)
+{
+	static unsigned seq;
+	char name[64];
+
+	if (strcmp(info->fabric_attr->prov_name, "shm") ||
+	    info->addr_format != FI_ADDR_STR)
+		return 0;
+	snprintf(name, sizeof(name), "fi_shm://bp-%ld-raw%u-%u",
+		 (long)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED),
+		 k);
+	free(info->src_addr);
+	info->src_addr = strdup(name);
+	info->src_addrlen = info->src_addr ? strlen(name) + 1 : 0;
+	return info->src_addr ? 0 : -FI_ENOMEM;
+}
+
 static int rr_rail_open(struct rr_lane *l, unsigned k,
 			const struct bp_rdma_peer_desc *peer)
 {
@@ -143,6 +168,9 @@ static int rr_rail_open(struct rr_lane *l, unsigned k,
 	if (!info)
 		return rr_fail(l, -FI_ENOMEM, "fi_dupinfo");
 	rl->info = info;
+	rc = rr_shm_name(info, k);
+	if (rc)
+		return rr_fail(l, rc, "the shm endpoint's name");
 	rc = fi_fabric(info->fabric_attr, &rl->fabric, NULL);
 	if (rc)
 		return rr_fail(l, rc, "fi_fabric");

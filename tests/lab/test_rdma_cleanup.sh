@@ -6,7 +6,9 @@
 # own stop is bounded by --stop-timeout-ms, 5 s), and none of its
 # /dev/shm/bp-PID-* files may remain. What the killed bpbench's own
 # endpoints left is swept by the next process that opens a shm endpoint:
-# a last short run, after which no file of any of them may remain.
+# a last short run, after which no file of any of them may remain. The
+# same for bpbench rdma killed mid-run, whose raw loop names its shm
+# endpoints as the library does.
 # Skips (77) without the RDMA stage or libfabric's shm.
 set -u
 : "${BPBENCH:?BPBENCH must name the bpbench binary}"
@@ -62,6 +64,21 @@ for sig in PIPE HUP TERM INT KILL; do
 	echo "SIG$sig: bpbench $b ended, bp-target $d gone, its files too"
 	pids="$pids $b $d"
 done
+# bpbench rdma's raw libfabric loop opens shm endpoints of its own: killed
+# while both variants alternate, what it leaves must be named so that the
+# sweep knows it (bp-PID-...), never libfabric's default "PID:0:N"
+if "$BPBENCH" --help | grep -q '^  rdma '; then
+	"$BPBENCH" rdma --providers shm --in-process --sizes 64 --runs 5 \
+		--ms 300 --no-latency >/dev/null 2>"$tmp/err" &
+	b=$!
+	sleep 2
+	kill -PIPE "$b"
+	wait "$b" 2>/dev/null
+	n=$(find /dev/shm -maxdepth 1 -name "$b:*" 2>/dev/null | wc -l)
+	[ "$n" -eq 0 ] || fail "bpbench rdma $b left $n /dev/shm files named PID:..."
+	echo "SIGPIPE: bpbench rdma $b ended, nothing of it named PID:..."
+	pids="$pids $b"
+fi
 # the next run sweeps what the killed bpbench processes left
 "$BPBENCH" rdma-fill --provider shm --bytes 1M --runs 1 --no-raw \
 	>/dev/null 2>"$tmp/err" || fail "a last run: $(tail -3 "$tmp/err")"
