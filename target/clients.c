@@ -812,5 +812,16 @@ void clients_close_all(struct target *t)
 		/* the pipeline is gone: nothing of the fill is in flight */
 		client_free(t, c);
 	}
+}
+
+void clients_release_memory(struct target *t)
+{
+	/*
+	 * Only once no rail thread runs: the provider's progress (tcp: a
+	 * recv() of a client's write into its region) may still be writing
+	 * into the quarantined pages until bp_rdma_node_destroy joined it.
+	 * Unmapping them before made bp-target die of SIGSEGV inside
+	 * fi_trywait while it stopped with a client's writes in flight.
+	 */
 	quarantine_release(t, true);
 }

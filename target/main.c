@@ -559,6 +559,7 @@ out:
 	clients_close_all(&t);
 	health_stop_step("destroying the node (joining its rail threads)");
 	bp_rdma_node_destroy(t.node);
+	clients_release_memory(&t); /* no rail thread writes into it now */
 	health_stop_end(&t);
 	if (t.evfd >= 0)
 		close(t.evfd);

@@ -117,9 +117,13 @@ void clients_tick(struct target *t); /* stalls, fill progress; ~100 ms */
  * one is) */
 void clients_work(struct target *t);
 /* shutdown, in this order: stop_fills (threads joined), filler_destroy,
- * close_all (requests freed, regions closed) */
+ * close_all (requests freed, regions closed, their memory quarantined),
+ * bp_rdma_node_destroy (the rail threads joined), then release_memory:
+ * a write a rail's progress was still receiving lands in quarantined
+ * pages, never in unmapped ones */
 void clients_stop_fills(struct target *t);
 void clients_close_all(struct target *t);
+void clients_release_memory(struct target *t);
 /* ms until the next thing clients_tick must do, at most 100 */
 int clients_next_tick_ms(const struct target *t);
 
