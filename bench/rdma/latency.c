@@ -45,6 +45,24 @@ void rb_lat_percentiles(int64_t *s, unsigned n, struct rb_lat *l)
 	l->max = (double)s[n - 1] / 1e3;
 }
 
+/*
+ * A measured window with no latency sample (a lane that never ran: the
+ * machine was that busy) is no result: n/a with the reason, not rates
+ * and CPU shares divided by a wall time of nothing.
+ */
+static bool rb_lat_empty(struct rb_lat *out, unsigned n, double wall,
+			 unsigned ms)
+{
+	if (n > 0 && wall > 0)
+		return false;
+	out->na = true;
+	snprintf(out->note, sizeof(out->note),
+		 "no write completed in its %u ms window (the machine too "
+		 "busy to run it?)",
+		 ms);
+	return true;
+}
+
 static void rb_lat_cfg(const struct rb_opts *o, struct rb_pipe_cfg *c)
 {
 	uint64_t slots = (uint64_t)o->region_mib * 1048576 / RB_LAT_SIZE;
@@ -135,7 +153,8 @@ static void rb_lat_pipe(const struct rb_opts *o, struct rb_target *t,
 		/* the sink is done with the job: ops submitted = delivered */
 		rb_pipe_check_stats(&pp, &s0, ops, "pipeline latency");
 		rb_pipe_verify(t, &pp, 1, &ops, 1, "pipeline latency");
-		if (pass) {
+		if (pass && !rb_lat_empty(out, pp.nsamples, (double)(w1 - w0),
+					      ms)) {
 			rb_lat_percentiles(samples, pp.nsamples, out);
 			out->ops_s = (double)ops / (double)(w1 - w0) * 1e9;
 			out->client_cpu =
@@ -203,7 +222,10 @@ static void rb_lat_raw(const struct rb_opts *o, struct rb_target *t, bool event,
 					.size = c.size,
 					.outstanding = 1};
 		rb_verify_target(t, &chk, "raw latency");
-		if (pass) {
+		if (pass && !rb_lat_empty(out, lt.n,
+					      (double)(rw.lanes[0].t_end -
+						       rw.lanes[0].t_start),
+					      ms)) {
 			double wall = (double)(rw.lanes[0].t_end -
 					       rw.lanes[0].t_start);
 
@@ -337,7 +359,8 @@ static void rb_lat_direct(const struct rb_opts *o, struct rb_target *t,
 					.size = c.size,
 					.outstanding = 1};
 		rb_verify_target(t, &chk, "direct latency");
-		if (pass) {
+		if (pass && !rb_lat_empty(out, x.n,
+					      (double)(x.t_end - x.t_start), ms)) {
 			double wall = (double)(x.t_end - x.t_start);
 
 			rb_lat_percentiles(samples, x.n, out);
