@@ -48,6 +48,24 @@ printf 'shm,pipeline,1048576,16,16,16,1,1,0,15,0.01,70000\nshm,raw,1048576,16,16
 	>>"$d/rdma-sizes.csv"
 printf 'a table\n\ntargets\n  1. shm 1M: pipeline 15 GB/s (>= 90 %%): MET\n' >"$d/rdma-sizes.txt"
 printf '  2. shm 64 B: 0.8 of raw (>= 0.9): MISSED\n' >>"$d/rdma-sizes.txt"
+# the flame step: two profiles (folded stacks, one in futex calls), the
+# profiled runs' table and top self time, a comparison picture
+printf 'flame\tok\t20\tflame graphs\t\t0\t0\n' >>"$d/steps.tsv"
+mkdir "$d/flame"
+printf 'x;main;pthread_mutex_lock;syscall;entry_SYSCALL_64;do_syscall_64;futex_wait 60\nx;main;work 40\n' \
+	>"$d/flame/mutex.folded"
+printf 'x;main;dequeue_fast 70\nx;main;work 30\n' >"$d/flame/batchpipe-ring.folded"
+for f in mutex batchpipe-ring mutex-vs-batchpipe-ring; do
+	echo '<html></html>' >"$d/flame/$f.html"
+done
+printf 'PNG' >"$d/flame/mutex-vs-batchpipe-ring.png"
+{
+	printf 'threads  variant  best B         M/s   x mutex   CPUs\n'
+	printf '     16  mutex         1       4.810       1.0   1.91\n'
+	printf 'top self time, mutex (100 samples):\n   60.0 %%      60  futex_wait\n\n'
+	printf '     16  batchpipe-ring      32     141.578         -   1.99\n'
+	printf 'top self time, batchpipe-ring (100 samples):\n   70.0 %%      70  dequeue_fast\n'
+} >"$d/flame.txt"
 
 python3 "$BP_SOURCE_ROOT/scripts/report.py" "$d" >"$tmp/out" 2>&1
 rc=$?
@@ -81,6 +99,13 @@ grep -q '^| shm | 64 | 0.025 \[0.020-0.030\] n=2 | 0.028 \[0.025-0.030\] n=2 | 0
 	"$d/report.md" || fail "the RDMA sizes table is not as its CSV says"
 grep -q '^| shm | 1M | 15.000 n=1 | 16.000 n=1 | 0.94x |' "$d/report.md" ||
 	fail "the RDMA sizes table lacks 1M"
+# each profile's own run and top self time, and what the pair shows
+grep -q '^mutex (100 samples): the profiled run moved 4.81 M/s on 1.91 CPUs' "$d/report.md" ||
+	fail "the flame section does not give the profiled mutex run"
+grep -q 'Where its time went (self time): dequeue_fast 70.0 %' "$d/report.md" ||
+	fail "the flame section does not give a profile's top self time"
+grep -q 'In this run mutex moved 4.81 M/s on 1.91 CPUs and batchpipe-ring 142 M/s on 1.99 CPUs (29x). mutex spent 60.0 % of its samples in futex calls .* and 60.0 % in system calls; batchpipe-ring 0.0 % and 0.0 %. So mutex.s threads spend their CPU waking and waiting' \
+	"$d/report.md" || fail "the flame comparison does not say what this pair shows"
 # the machine's load per step; a step under load is marked, and said first
 grep -q '^| ring comparison | ok |  | 1 | others 3 %, steal 0 % |' "$d/report.md" ||
 	fail "the steps table lacks a step's load"
