@@ -70,6 +70,7 @@ static void run(const char *prov, unsigned credits)
 	struct bp_job *one;
 
 	printf("  abort, credits %u\n", credits);
+	st_log_clear(); /* the quiet-rail reset's line, below, is this run's */
 	if (st_node_open(&f, prov, 2, SLOTS * JLEN))
 		exit(1);
 	st_rdma_config(&f, &c);
@@ -121,11 +122,29 @@ static void run(const char *prov, unsigned credits)
 	printf("  %u accepted: %lu ok, %lu cancelled, %lu failed\n", accepted,
 	       f.ok, f.cancelled, f.failed);
 	st_rail_sum(f.r, f.workers, f.rails, &rs, NULL);
-	/* every posted operation completed (none failed: no errors here) */
-	ST_CHECK(rs.posted == rs.completed && rs.failed == 0,
+	/*
+	 * Every posted operation completed, or, where a rail completed
+	 * nothing for BPI_RDMA_ABORT_QUIET_NS (20 ms) after the abort (a
+	 * slow in-process tcp node under TSAN), was cancelled with its
+	 * endpoint closed: counted failed, its job cancelled, and logged.
+	 * No error otherwise.
+	 */
+	ST_CHECK(rs.posted == rs.completed + rs.failed,
 		 "rail stats: posted %" PRIu64 " completed %" PRIu64
-		 " failed %" PRIu64,
+		 " failed %" PRIu64 ": an operation neither completed nor "
+		 "failed",
 		 rs.posted, rs.completed, rs.failed);
+	ST_CHECK(rs.failed == 0 ||
+			 (rs.failed <= f.cancelled &&
+			  st_log_find(NULL, 0, "abort:", "completed nothing",
+				      "cancelled", NULL)),
+		 "rail stats: %" PRIu64 " operations failed (%lu jobs "
+		 "cancelled) without the abort's cancel of a quiet rail",
+		 rs.failed, f.cancelled);
+	if (rs.failed)
+		printf("  %" PRIu64 " operations in flight were cancelled "
+		       "by the abort's quiet-rail reset\n",
+		       rs.failed);
 	ST_CHECK(rs.completed == f.ok,
 		 "rails completed %" PRIu64 ", sink ok %lu: an operation "
 		 "posted but never completed?",
