@@ -15,6 +15,13 @@
 /* A progress line is open on stderr: end it before any message. */
 static int sw_progress_open;
 
+/* After bad usage found in a child's run: where the usage is. */
+static void sw_usage_hint(void)
+{
+	fprintf(stderr, "%s: see bpbench sweep --help (and the subcommand's)\n",
+		BENCH_CMD);
+}
+
 void sw_end_progress(void)
 {
 	if (sw_progress_open)
@@ -163,6 +170,8 @@ int sw_rdma_provider(struct sw_opts *o)
 		fprintf(stderr, "%s: trying provider %s\n", BENCH_CMD,
 			o->provider);
 		rc = sw_point(o, o->b[0], 0, &cols, &t, &p, 1, probe);
+		if (rc == SW_USAGE)
+			sw_usage_hint();
 		if (rc <= 0)
 			return rc; /* works, or failed: not a provider issue */
 	}
@@ -199,9 +208,7 @@ int sw_sweep(const struct sw_opts *o, struct sw_results *r)
 					  NULL);
 
 			if (rc == SW_USAGE) {
-				fprintf(stderr, "%s: see bpbench sweep --help "
-						"(and the subcommand's)\n",
-					BENCH_CMD);
+				sw_usage_hint();
 				return SW_USAGE;
 			}
 			if (rc) {

@@ -71,7 +71,14 @@ if "$BPBENCH" --help | grep -q '^  rdma '; then
 	"$BPBENCH" rdma --providers shm --in-process --sizes 64 --runs 5 \
 		--ms 300 --no-latency >/dev/null 2>"$tmp/err" &
 	b=$!
-	sleep 2
+	# the raw loop's endpoint open: its file, named as the library's
+	raw=""
+	for _ in $(seq 300); do
+		raw=$(find /dev/shm -maxdepth 1 -name "bp-$b-raw*" 2>/dev/null | head -1)
+		[ -n "$raw" ] && break
+		sleep 0.05
+	done
+	[ -n "$raw" ] || { kill -9 "$b"; fail "bpbench rdma $b: no bp-$b-raw* shm file seen in 15 s"; }
 	kill -PIPE "$b"
 	wait "$b" 2>/dev/null
 	n=$(find /dev/shm -maxdepth 1 -name "$b:*" 2>/dev/null | wc -l)
