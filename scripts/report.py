@@ -1232,6 +1232,19 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                      "widest plateaus and the top self time of each (above).")
         return text
 
+    def flame_unprofiled(self, name, row):
+        """(M/s, CPUs) of flame/NAME.unprofiled.txt, the profiled command
+        run without perf just before it; None without one."""
+        p = os.path.join(self.dir, "flame", name + ".unprofiled.txt")
+        if not os.path.isfile(p):
+            return None
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = row.match(line.rstrip("\n"))
+                if m and m.group(2) == name and num(m.group(4)):
+                    return num(m.group(4)), num(m.group(5))
+        return None
+
     def flame_profiles(self):
         """A sentence per profile from the step's table (flame.txt): the
         profiled run's own throughput and CPUs against the same point of
@@ -1272,13 +1285,18 @@ set title 'RDMA: latency against the CPU it costs, per completion wait (filled: 
                 mps, cpus = num(last[3]), num(last[4])
                 self.flame_runs[name] = (mps, cpus)
                 text += "the profiled run moved %s M/s on %s CPUs" % (fmt(mps), fmt(cpus))
+                same = self.flame_unprofiled(name, row)
                 ref = unprof.get((name, last[0], last[2]))
-                if ref and mps:
+                if same and mps:
+                    text += (" (the same command unprofiled, just before it: %s M/s on %s "
+                             "CPUs: %s)" % (fmt(same[0]), fmt(same[1]), ratio_text(mps / same[0])))
+                    ref = same[0]
+                elif ref and mps:
                     text += " (the locks step, unprofiled, %s M/s at %s threads, B=%s: %s)" % (
                         fmt(ref), last[0], last[2], ratio_text(mps / ref))
-                    if mps / ref < 0.5:
-                        text += "; profiling slowed it by more than half, so read the shares " \
-                                "below with care: they are of a slower run"
+                if ref and mps and mps / ref < 0.5:
+                    text += "; profiling slowed it by more than half, so read the shares " \
+                            "below with care: they are of a slower run"
                 text += ". "
             if tops:
                 text += "Where its time went (self time): %s." % ", ".join(tops)

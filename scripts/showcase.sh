@@ -81,7 +81,7 @@ title[sweep]="batch sweep (pipeline)";           est[sweep]="6 3 150"
 title[rdma-fill]="RDMA loopback fill";           est[rdma-fill]="4 2 15"
 title[rdma-sizes]="RDMA write sizes";           est[rdma-sizes]="15 4 90"
 title[rdma-latency]="RDMA latency and CPU";      est[rdma-latency]="10 4 40"
-title[flame]="flame graphs";                     est[flame]="15 8 40"
+title[flame]="flame graphs";                     est[flame]="22 10 50"
 title[report]="report";                          est[report]="1 1 1"
 col=1
 [ $mode = tiny ] && col=2
@@ -374,11 +374,17 @@ step_flame() {
 	if has_sub locks; then
 		# The write-up's first and last step at 16 threads: mutex job queue
 		# and one-by-one results, against batchpipe's ring at both ends.
+		# Each is also run unprofiled just before (NAME.unprofiled.txt): a
+		# profile is compared with the same command in the same minute,
+		# not with the locks step's, which the VM's phase can move by 3x.
 		A=mutex B=batchpipe-ring
-		"$fg" --out "$fdir" --name "$A" -- "$bpbench" locks --variants mutex --threads 16 \
-			--batches 1 --runs 1 --ms "$ms" || return
-		"$fg" --out "$fdir" --name "$B" -- "$bpbench" locks --variants batchpipe-ring --threads 16 \
-			--batches 32 --runs 1 --ms "$ms" || return
+		mkdir -p "$fdir" || return
+		a=(locks --variants mutex --threads 16 --batches 1 --runs 1 --ms "$ms")
+		b=(locks --variants batchpipe-ring --threads 16 --batches 32 --runs 1 --ms "$ms")
+		"$bpbench" "${a[@]}" >"$fdir/$A.unprofiled.txt" || return
+		"$fg" --out "$fdir" --name "$A" -- "$bpbench" "${a[@]}" || return
+		"$bpbench" "${b[@]}" >"$fdir/$B.unprofiled.txt" || return
+		"$fg" --out "$fdir" --name "$B" -- "$bpbench" "${b[@]}" || return
 	else
 		echo "bpbench has no locks: profiling the ring comparison's mutex and batchpipe queues instead" >&2
 		A=ring-mutex B=ring-batchpipe

@@ -114,6 +114,11 @@ else
 	# the comparison's caption says what this run's profiles show
 	grep -q 'In this run .* of its samples in futex calls' "$out/report.md" ||
 		fail "the flame-graph comparison does not say what this run shows"
+	# each profile against the same command run unprofiled just before it
+	if [ -s "$out/flame/mutex.unprofiled.txt" ]; then
+		grep -q 'the same command unprofiled, just before it: ' "$out/report.md" ||
+			fail "a profile is not compared with its command run unprofiled"
+	fi
 fi
 
 # Nothing the page would fetch: every image is a data URI, no script or
