@@ -359,8 +359,9 @@ static void rb_lat_direct(const struct rb_opts *o, struct rb_target *t,
 					.size = c.size,
 					.outstanding = 1};
 		rb_verify_target(t, &chk, "direct latency");
-		if (pass && !rb_lat_empty(out, x.n,
-					      (double)(x.t_end - x.t_start), ms)) {
+		if (pass &&
+		    !rb_lat_empty(out, x.n, (double)(x.t_end - x.t_start),
+				  ms)) {
 			double wall = (double)(x.t_end - x.t_start);
 
 			rb_lat_percentiles(samples, x.n, out);

@@ -71,8 +71,8 @@ void sw_args(const struct sw_opts *o, unsigned b, int p2, char **args,
  * One child run: 0 with its numbers; 1 when it ran but gave no rows and
  * `quiet_empty` is set; else -1 (SW_USAGE for bad usage: the child exited
  * 2, or a column the options name is missing) after the child's command
- * and output were shown (it failed, or its CSV is unusable). `more`: options appended for
- * this run only (NULL-terminated, may be NULL).
+ * and output were shown (it failed, or its CSV is unusable). `more`:
+ * options appended for this run only (NULL-terminated, may be NULL).
  */
 static int sw_point(const struct sw_opts *o, unsigned b, int p2,
 		    struct sw_cols *cols, double *tput, double *p99,

@@ -224,7 +224,8 @@ static const struct bench_cmd sw_cmd = {
 		"throughput, p99 latency, both relative to the smallest B. "
 		"A\nchild that exits non-zero stops the sweep (exit 1; exit 2 "
 		"when the child\nexited 2, bad usage, or its CSV lacks the "
-		"--tput, --p99 or --rows column)\nwith its stderr shown.\nOnly the first CSV block of the child is read; "
+		"--tput, --p99 or --rows column)\nwith its stderr shown.\nOnly "
+		"the first CSV block of the child is read; "
 		"when it has several rows,\nthe point's throughput is their "
 		"median and its p99 the largest of theirs.\n"
 		"presets:\n"
@@ -325,13 +326,14 @@ static int sw_parse(int argc, char **argv, struct sw_opts *o)
 	} else {
 		if (!o->param_set || o->b_set)
 			return bench_usage_error(
-				&o->a, o->b_set ? "without a preset, give "
-						  "--param NAME=LIST, not "
-						  "--batches"
-						: "name a preset (ring, "
-						  "pipeline, rdma) or give --param "
-						  "NAME=LIST, --tput COL and "
-						  "-- SUB");
+				&o->a,
+				o->b_set ? "without a preset, give "
+					   "--param NAME=LIST, not "
+					   "--batches"
+					 : "name a preset (ring, "
+					   "pipeline, rdma) or give --param "
+					   "NAME=LIST, --tput COL and "
+					   "-- SUB");
 		if (!o->tput)
 			return bench_usage_error(
 				&o->a, "the generic form needs --tput COL");

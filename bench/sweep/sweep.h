@@ -115,7 +115,7 @@ int sw_parse_csv(const struct sw_opts *o, char *text, struct sw_cols *cols,
  * the child's CSV, or the child itself exited 2 (a bad option after --).
  * sw_rdma_provider and sw_sweep return it; bpbench sweep exits 2 then.
  */
-#define SW_USAGE (-2)
+#define SW_USAGE (-4) /* unlike the -2s of sw_spawn and sw_parse_csv */
 void sw_end_progress(void); /* end an open progress line before a message */
 void sw_args(const struct sw_opts *o, unsigned b, int p2, char **args,
 	     char *bval, size_t bval_len);

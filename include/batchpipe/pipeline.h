@@ -84,8 +84,9 @@ typedef void bp_thread_hook(void *thread_ctx, enum bp_thread_role role,
  * BP_JOB_OK skips the later stages and goes to the sink, with its status,
  * and job->stage says which stage failed it first; unless the next stage
  * has BP_STAGE_TAKES_FAILED, which gets the failed jobs too (a cancelled
- * job always skips). A stage may be serial in order (BP_STAGE_SERIAL). Every accepted job reaches the
- * sink exactly once, as in a one-stage pipeline.
+ * job always skips). A stage may be serial in order (BP_STAGE_SERIAL).
+ * Every accepted job reaches the sink exactly once, as in a one-stage
+ * pipeline.
  *
  * Order: ordered output is submission order end to end, whatever order
  * the stages complete jobs in. An ordered chain bounds the jobs between
@@ -243,23 +244,23 @@ int bp_pipeline_start(struct bp_pipeline *p);
 #define BP_SUBMIT_NONBLOCK 0x1u /* take what fits now; -EAGAIN if nothing */
 
 /*
- * Submit n jobs; each gets seq, submit_ns and is owned by the pipeline
- * until the sink callback is called with it. Blocking (default): waits for room, up to
- * timeout_ns (< 0: no limit), and returns n, or the count accepted before
- * the timeout, or -ETIMEDOUT if none. Finding ingress full, a submit
- * without a limit waits until half of it is free (so that it comes back to
- * room for many batches, not for one), for a millisecond at most, then for
- * room for what it has left; one with a limit waits for room for what it
- * has left, and takes any room there is at the limit. BP_SUBMIT_NONBLOCK: returns the count
- * accepted (1..n) or -EAGAIN. Any thread may submit; jobs of one thread
- * keep their order. Returns -EPIPE once drain or abort has begun, -EINTR
- * when a signal interrupted a sleep before any job was accepted, -EINVAL
- * before start, for n == 0 or n > INT_MAX, NULL jobs (or a NULL or odd job
- * pointer) or an unknown flag. From a stage or sink callback of this
- * pipeline a blocking submit that finds ingress full returns -EDEADLK (or
- * the count accepted before; logged) instead of waiting for room only its
- * own thread could make; BP_SUBMIT_NONBLOCK works there as anywhere. Jobs
- * not counted in the return value were not taken.
+ * Submit n jobs; each gets seq, submit_ns and is owned by the pipeline until
+ * the sink callback is called with it. Blocking (default): waits for room, up
+ * to timeout_ns (< 0: no limit), and returns n, or the count accepted before
+ * the timeout, or -ETIMEDOUT if none. Finding ingress full, a submit without a
+ * limit waits until half of it is free (so that it comes back to room for many
+ * batches, not for one), for a millisecond at most, then for room for what it
+ * has left; one with a limit waits for room for what it has left, and takes any
+ * room there is at the limit. BP_SUBMIT_NONBLOCK: returns the count accepted
+ * (1..n) or -EAGAIN. Any thread may submit; jobs of one thread keep their
+ * order. Returns -EPIPE once drain or abort has begun, -EINTR when a signal
+ * interrupted a sleep before any job was accepted, -EINVAL before start,
+ * for n == 0 or n > INT_MAX, NULL jobs (or a NULL or odd job pointer) or an
+ * unknown flag. From a stage or sink callback of this pipeline a blocking
+ * submit that finds ingress full returns -EDEADLK (or the count accepted
+ * before; logged) instead of waiting for room only its own thread could
+ * make; BP_SUBMIT_NONBLOCK works there as anywhere. Jobs not counted in the
+ * return value were not taken.
  */
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns);
@@ -300,16 +301,16 @@ int bp_pipeline_flush(struct bp_pipeline *p, int64_t timeout_ns);
  * for its own thread; -EINVAL for NULL.
  *
  * After -ETIMEDOUT the pipeline keeps stopping (intake stays closed, the
- * threads keep running): call drain or drain_timeout again to keep
- * waiting (its 0 then says the workers' jobs were delivered; jobs the
- * timed-out call left staged in producer handles stay theirs, and
- * bp_producer_destroy returns -EPIPE with them), bp_pipeline_abort to have the stage cancel what it holds, or
- * bp_pipeline_destroy (which then aborts). May be called from several
- * threads at once, each with its own timeout: one joins the threads, the
- * others wait for it up to their deadlines, and one of them takes over if
- * it gives up. After a 0 return, bp_pipeline_get_stats() shows submitted ==
- * ok + failed + cancelled (a stage that lost jobs is logged then). Any
- * thread but this pipeline's own.
+ * threads keep running): call drain or drain_timeout again to keep waiting (its
+ * 0 then says the workers' jobs were delivered; jobs the timed-out call left
+ * staged in producer handles stay theirs, and bp_producer_destroy returns
+ * -EPIPE with them), bp_pipeline_abort to have the stage cancel what it holds,
+ * or bp_pipeline_destroy (which then aborts). May be called from several
+ * threads at once, each with its own timeout: one joins the threads, the others
+ * wait for it up to their deadlines, and one of them takes over if it gives up.
+ * After a 0 return, bp_pipeline_get_stats() shows submitted == ok + failed +
+ * cancelled (a stage that lost jobs is logged then). Any thread but this
+ * pipeline's own.
  */
 int bp_pipeline_drain_timeout(struct bp_pipeline *p, int64_t timeout_ns);
 
