@@ -110,7 +110,7 @@ def take_opt(args, name, default):
 def pipeline_parts(tmp, tag, bench, batch, stages):
     """Library instructions of a pipeline run, per role, and its jobs."""
     threads, err = profile(tmp, tag, [
-        bench, "pipeline", "--sweep-only", "--workers", "2",
+        bench, "pipeline", "--sweep-only", "--no-warmup", "--workers", "2",
         "--batches", batch, "--waits", "spin-sleep", "--no-latency",
         "--runs", "1", "--ms", "300", "--work-ns", "0",
         "--stages", str(stages)])

@@ -62,6 +62,7 @@ struct pb_opts {
 	int waits[PB_NWAITS];
 	int nwaits;
 	int pin, latency, sweep_only, plain;
+	int warmup; /* the unrecorded run before the sweep */
 	unsigned stages; /* --stages: each pipeline a chain of this many */
 	int workers_set, batches_set; /* given: --stages keeps them */
 	int lat_set, wake_set, idle_set; /* given: --quick leaves them */

@@ -64,8 +64,9 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 	int order[PB_MAX_POINTS];
 
 	/* warm-up, not recorded: code, pools, the allocator's arenas */
-	pb_run_once(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B, PB_HEAD_WAIT,
-		    false, 0, o->a.quick ? 10 : 50);
+	if (o->warmup)
+		pb_run_once(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B,
+			    PB_HEAD_WAIT, false, 0, o->a.quick ? 10 : 50);
 	for (int run = 0; run < r->runs; run++) {
 		fprintf(stderr,
 			"bpbench pipeline: throughput run %d/%d: %d "
@@ -214,6 +215,13 @@ static int pb_set_sweep_only(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int pb_set_no_warmup(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->warmup = 0;
+	return 0;
+}
+
 static int pb_set_no_plain(struct bench_args *a, const char *arg)
 {
 	(void)arg;
@@ -267,6 +275,10 @@ static const struct bench_opt pb_options[] = {
 	 "only workers x batches x waits, unordered: no ordered,\n"
 	 "ring, work, plain or headline points (for profiling one\n"
 	 "point)"},
+	{"no-warmup", NULL, pb_set_no_warmup,
+	 "skip the unrecorded warm-up run (W=2, B=32) before the\n"
+	 "sweep, so that a profile holds only the points asked for\n"
+	 "(scripts/instructions.py)"},
 	{"pin", NULL, pb_set_pin,
 	 "pin producers, workers and the sink round-robin\n"
 	 "(default: only the ring reference and the hand-off\n"
@@ -325,6 +337,7 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	o->idle_ms = 1000;
 	o->latency = 1;
 	o->plain = 1;
+	o->warmup = 1;
 	o->stages = 1;
 	o->nworkers = bench_parse_uints("1,2,4,8,16", o->workers, PB_MAX_WLIST,
 					1, BP_MAX_WORKERS);
