@@ -63,7 +63,8 @@
  * straight line: the batch fits by the cached opposite position, its run
  * does not cross the end of the slot array, the one claim succeeds at the
  * first try (and, to enqueue, no high-water mark is kept). Batches of up
- * to LEAF_MAX items take a leaf path that makes no call (plain loops: at
+ * to LEAF_MAX items take a leaf path that makes no call (inline runs, two
+ * slots per SSE2 access and one item in a straight line, ring_slots.h: at
  * these sizes a call to the wide runs costs more than it saves); longer
  * ones take the same path with the wide runs. Whatever the fast path does
  * not handle starts over on the general path (reserve/publish, take),
@@ -473,8 +474,8 @@ static BP_ALWAYS_INLINE bool claim_once(struct bp_ring *r, uint64_t ph,
  * array, the claim succeeds at the first try, no high-water mark. Anything
  * else starts over on the general path; nothing has changed by then.
  * `wide`: n may be over LEAF_MAX, and the runs use the wide (vector)
- * stores; without it n <= LEAF_MAX, plain loops, and the path is a leaf,
- * which saves the registers a call would need on every call.
+ * stores; without it n <= LEAF_MAX, the inline leaf runs, and the path is
+ * a leaf, which saves the registers a call would need on every call.
  */
 static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 					 unsigned n, bool bulk, unsigned *freep,
@@ -482,7 +483,7 @@ static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 {
 	const unsigned cap = r->capacity;
 	uint64_t ph, ch, pos;
-	uintptr_t bad = 0, tag, *dst;
+	uintptr_t bad, tag, *dst;
 	int64_t room;
 	unsigned idx;
 
@@ -499,8 +500,7 @@ static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 	if (wide)
 		bad = bad_items(items, n);
 	else
-		for (unsigned i = 0; i < n; i++)
-			bad |= (uintptr_t)items[i];
+		bad = leaf_odd(items, n);
 	if (unlikely(bad & 1))
 		return -EINVAL;
 	if (unlikely(!claim_once(r, ph, n)))
@@ -512,9 +512,7 @@ static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 	if (wide)
 		store_run(dst, items, n, tag);
 	else
-		for (unsigned i = 0; i < n; i++)
-			__atomic_store_n(&dst[i], (uintptr_t)items[i] | tag,
-					 SLOT_STORE);
+		leaf_store(dst, items, n, tag);
 	if (freep)
 		*freep = (unsigned)(room - (int64_t)n);
 	return wake_fast(&r->not_empty, (int)n);
@@ -732,17 +730,10 @@ static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 		return dequeue_slow(r, items, n, bulk, availp, wake);
 	tag = lap_tag(r, pos);
 	src = &r->slots[idx];
-	if (wide) {
+	if (wide)
 		k = scan_run(src, items, n, tag);
-	} else {
-		for (k = 0; k < n; k++) {
-			uintptr_t x = __atomic_load_n(&src[k], SLOT_LOAD) ^ tag;
-
-			if (x & 1)
-				break;
-			items[k] = (void *)x;
-		}
-	}
+	else
+		k = leaf_scan(src, items, n, tag);
 	if (unlikely(k == 0 || (bulk && k < n)))
 		return dequeue_none(r, ch, bulk ? n : 1, availp);
 	if (r->flags & BP_RING_SC) {

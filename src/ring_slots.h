@@ -97,4 +97,102 @@ static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
 	return k;
 }
 
+/*
+ * The leaf runs of the fast paths (at most LEAF_MAX slots, ring.c): inline,
+ * two slots per SSE2 access where RING_SIMD, one at a time otherwise; one
+ * slot, the commonest run, takes a straight line.
+ *
+ * leaf_odd: bit 0 of the n items ORed (an item with it set is refused).
+ */
+static BP_ALWAYS_INLINE uintptr_t leaf_odd(void *const *items, unsigned n)
+{
+	uintptr_t odd = 0;
+	unsigned i = 0;
+
+	if (n == 1)
+		return (uintptr_t)items[0] & 1;
+#if RING_SIMD
+	__m128i a = _mm_setzero_si128();
+
+	for (; i + 2 <= n; i += 2)
+		a = _mm_or_si128(a,
+				 _mm_loadu_si128((const __m128i *)&items[i]));
+	odd = (uintptr_t)_mm_cvtsi128_si64(a) |
+	      (uintptr_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a));
+#endif
+	for (; i < n; i++)
+		odd |= (uintptr_t)items[i];
+	return odd & 1;
+}
+
+/* Store n items with lap tag `tag` (relaxed, see (1) in ring.c). */
+static BP_ALWAYS_INLINE void leaf_store(uintptr_t *dst, void *const *src,
+					unsigned n, uintptr_t tag)
+{
+	unsigned i = 0;
+
+	if (n == 1) {
+		__atomic_store_n(dst, (uintptr_t)src[0] | tag, SLOT_STORE);
+		return;
+	}
+#if RING_SIMD
+	const __m128i t = _mm_set1_epi64x((long long)tag);
+
+	for (; i + 2 <= n; i += 2)
+		_mm_storeu_si128(
+			(__m128i *)&dst[i],
+			_mm_or_si128(_mm_loadu_si128((const __m128i *)&src[i]),
+				     t));
+#endif
+	for (; i < n; i++)
+		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
+}
+
+/*
+ * Copy the ready slots of a run of n (tag `tag`) into out, stopping at the
+ * first one not ready; returns how many were copied. Nothing past them is
+ * written.
+ */
+static BP_ALWAYS_INLINE unsigned leaf_scan(const uintptr_t *s, void **out,
+					   unsigned n, uintptr_t tag)
+{
+	unsigned i = 0;
+
+	if (n == 1) {
+		uintptr_t x = __atomic_load_n(s, SLOT_LOAD) ^ tag;
+
+		if (x & 1)
+			return 0;
+		out[0] = (void *)x;
+		return 1;
+	}
+#if RING_SIMD
+	const __m128i t = _mm_set1_epi64x((long long)tag);
+
+	for (; i + 2 <= n; i += 2) {
+		__m128i a = _mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)&s[i]), t);
+		/* bit 0 of each slot to its sign bit: set = not ready */
+		int m = _mm_movemask_pd(
+			_mm_castsi128_pd(_mm_slli_epi64(a, 63)));
+
+		if (m) {
+			if (m & 1)
+				return i;
+			_mm_storel_epi64((__m128i *)&out[i], a);
+			return i + 1;
+		}
+		_mm_storeu_si128((__m128i *)&out[i], a);
+	}
+#endif
+	for (; i < n; i++) {
+		uintptr_t x = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;
+
+		if (x & 1)
+			break;
+		out[i] = (void *)x;
+	}
+	return i;
+}
+
 #endif

@@ -336,6 +336,94 @@ static void test_odd_item(void **state)
 	bp_ring_destroy(r);
 }
 
+/*
+ * The fast paths' runs of every small size (the inline leaf runs go two
+ * slots at a time, one item alone): at every offset in the slot array,
+ * a dequeue of n finds exactly the p items put so far of a reservation of
+ * n (a burst takes them, a bulk none) and writes nothing past them; an odd
+ * item anywhere in an enqueue of n is refused and nothing goes in.
+ */
+static void test_leaf_runs(void **state)
+{
+	const unsigned mode = mode_of(state);
+	void *const mark = it(7777);
+	uint64_t next = 0;
+
+	for (unsigned n = 1; n <= 10; n++) {
+		struct bp_ring *r = ring_new(16, mode);
+
+		for (unsigned off = 0; off < 16; off++) {
+			for (unsigned p = 0; p <= n; p++) {
+				struct bp_ring_zc zc;
+				void *v[10], *out[11];
+				unsigned got = 0;
+				int k;
+
+				k = bp_ring_enqueue_zc_bulk_start(r, n, &zc);
+				assert_int_equal(k, (int)n);
+				for (unsigned i = 0; i < p; i++)
+					assert_int_equal(
+						bp_ring_zc_put(&zc,
+							       it(next + i)),
+						0);
+				for (unsigned i = 0; i < 11; i++)
+					out[i] = mark;
+				if (p < n)
+					assert_int_equal(
+						bp_ring_dequeue_bulk(r, out, n,
+								     NULL),
+						0);
+				k = bp_ring_dequeue_burst(r, out, n, NULL);
+				assert_int_equal(k, (int)p);
+				check_seq(out, p, next);
+				for (unsigned i = p; i < 11; i++)
+					assert_ptr_equal(out[i], mark);
+				for (unsigned i = p; i < n; i++)
+					assert_int_equal(
+						bp_ring_zc_put(&zc,
+							       it(next + i)),
+						0);
+				assert_int_equal(
+					bp_ring_enqueue_zc_finish(r, &zc), 0);
+				while (got < n - p) {
+					k = bp_ring_dequeue_burst(
+						r, out, n - p - got, NULL);
+					assert_true(k > 0);
+					check_seq(out, (unsigned)k,
+						  next + p + got);
+					got += (unsigned)k;
+				}
+				check_occupancy(r, 0);
+				next += n;
+				/* an odd item at position p % n */
+				fill_seq(v, n, next);
+				v[p % n] = (void *)((uintptr_t)v[p % n] | 1);
+				assert_int_equal(
+					bp_ring_enqueue_burst(r, v, n, NULL),
+					-EINVAL);
+				assert_int_equal(
+					bp_ring_enqueue_bulk(r, v, n, NULL),
+					-EINVAL);
+				check_occupancy(r, 0);
+			}
+			/* move the head on by one slot */
+			{
+				void *one = it(next), *back;
+
+				assert_int_equal(
+					bp_ring_enqueue_burst(r, &one, 1, NULL),
+					1);
+				assert_int_equal(bp_ring_dequeue_burst(r, &back,
+								       1, NULL),
+						 1);
+				assert_ptr_equal(back, one);
+				next++;
+			}
+		}
+		bp_ring_destroy(r);
+	}
+}
+
 /* NULL items with n > 0, and a bulk wait that can never succeed: -EINVAL. */
 static void test_invalid_args(void **state)
 {
@@ -1443,6 +1531,7 @@ int main(void)
 		MODE_TESTS(test_null_items),
 		MODE_TESTS(test_bulk_burst),
 		MODE_TESTS(test_odd_item),
+		MODE_TESTS(test_leaf_runs),
 		MODE_TESTS(test_invalid_args),
 		MODE_TESTS(test_bulk_too_big),
 		cmocka_unit_test(test_quiet),
