@@ -1095,6 +1095,21 @@ static __attribute__((noinline)) int reserve_slow(struct bp_ring *r, unsigned n,
 	return n ? reserve(r, n, false, pos, NULL) : 0;
 }
 
+/*
+ * No room by the cached position (and intake open): is the ring full by
+ * the consumers' own position too? A worker whose egress the sink has not
+ * emptied asks on every pass; the answer then costs a load, not the
+ * general path. ph may be stale (another producer moved on): that only
+ * understates the count, so "full" is never said of a ring with room.
+ */
+static inline bool still_full(struct bp_ring *r, uint64_t ph)
+{
+	/* acquire: as in reserve(), pairs with consumers' release (2) */
+	uint64_t ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
+
+	return (int64_t)(ph - ch) >> 1 >= (int64_t)r->capacity;
+}
+
 /* As enqueue_fast()'s claim: all n fit by the cached position, one try. */
 int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos)
 {
@@ -1107,8 +1122,11 @@ int bpi_ring_reserve_burst(struct bp_ring *r, unsigned n, uint64_t *pos)
 	ph = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
 	ch = atomic_load_explicit(&r->prod_cons_cache, memory_order_acquire);
 	room = (int64_t)r->capacity - ((int64_t)(ph - ch) >> 1);
-	if (unlikely((ph & CLOSED) || room < (int64_t)n))
+	if (unlikely((ph & CLOSED) || room < (int64_t)n)) {
+		if (!(ph & CLOSED) && room <= 0 && still_full(r, ph))
+			return 0;
 		return reserve_slow(r, n, pos);
+	}
 	if (unlikely(!claim_once(r, ph, n)))
 		return reserve_slow(r, n, pos);
 	*pos = ph >> 1;
