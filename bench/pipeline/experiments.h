@@ -35,9 +35,11 @@ void pb_latency_sweep(const struct pb_opts *o, struct pb_results *r,
 /* % of one core that an idle pipeline uses over ms */
 double pb_idle_once(const struct pb_opts *o, struct pb_producer *prod, int wait,
 		    unsigned ms);
-/* M jobs/s through the plain variant (P producers, W workers, B, wait) */
-double pb_plain_once(const struct pb_opts *o, struct pb_producer *prod,
-		     unsigned P, unsigned W, unsigned B, int wait, unsigned ms);
+/* The plain variant (P producers, W workers, B, wait): M jobs/s and CPU
+ * per job (no p50/p99) */
+struct pb_result pb_plain_once(const struct pb_opts *o,
+			       struct pb_producer *prod, unsigned P, unsigned W,
+			       unsigned B, int wait, unsigned ms);
 /* M items/s through bp_ring MPMC 1x1, burst B, over ms */
 double pb_ring_once(const struct pb_opts *o, unsigned B, unsigned ms);
 /* ns one way, a cache line ping-ponged `rounds` times */

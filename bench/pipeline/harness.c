@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,7 @@ static void *pb_producer_main(void *arg)
 	pthread_setname_np(pthread_self(), "pb-producer");
 	pthread_barrier_wait(&run->start);
 	pr->t_start = bench_now_ns();
+	pr->cpu_ns = bench_thread_cpu_ns();
 	/* relaxed: stop is a time signal; the joins publish the results */
 	while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
 		if (!pb_take_free(pr, B))
@@ -333,6 +335,7 @@ static void *pb_producer_main(void *arg)
 		pb_submit_held(pr);
 	}
 	pb_last_out(run);
+	pr->cpu_ns = bench_thread_cpu_ns() - pr->cpu_ns;
 	return NULL;
 }
 
@@ -616,7 +619,7 @@ struct pb_result pb_run_shaped(const struct pb_opts *o,
 	struct pb_run run;
 	struct bp_pipeline_stats st;
 	struct pb_result res;
-	int64_t t0;
+	int64_t t0, c0, c1, prod_cpu = 0;
 
 	pb_run_init(&run, o, prod, P);
 	run.stages = stages;
@@ -636,6 +639,7 @@ struct pb_result pb_run_shaped(const struct pb_opts *o,
 			 o->pin ? o->a.cpus[i % (unsigned)o->a.ncpus] : -1);
 	pthread_barrier_wait(&run.start);
 	t0 = bench_now_ns();
+	c0 = bench_process_cpu_ns();
 	bench_sleep_ns((int64_t)ms * 1000000);
 	atomic_store_explicit(&run.stop, 1, memory_order_relaxed);
 	for (unsigned i = 0; i < P; i++) {
@@ -643,7 +647,10 @@ struct pb_result pb_run_shaped(const struct pb_opts *o,
 		/* the clock starts with the first thread to run */
 		if (prod[i].t_start < t0)
 			t0 = prod[i].t_start;
+		prod_cpu += prod[i].cpu_ns;
 	}
+	/* the last producer returned from drain: every job is delivered */
+	c1 = bench_process_cpu_ns();
 	bp_pipeline_get_stats(run.p, &st);
 	pb_verify(&run, &st);
 	bp_pipeline_destroy(run.p);
@@ -651,6 +658,8 @@ struct pb_result pb_run_shaped(const struct pb_opts *o,
 	res.mjobs = (double)st.ok * 1e3 / (double)(run.t_drain_end - t0);
 	res.p50_us = (double)st.lat_p50_ns / 1e3;
 	res.p99_us = (double)st.lat_p99_ns / 1e3;
+	res.cpu_ns = st.ok ? (double)(c1 - c0) / (double)st.ok : NAN;
+	res.prod_cpu_ns = st.ok ? (double)prod_cpu / (double)st.ok : NAN;
 	return res;
 }
 

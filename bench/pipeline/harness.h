@@ -118,6 +118,7 @@ struct pb_producer {
 	unsigned held; /* free jobs taken and not submitted: batch[0..held) */
 	uint64_t submitted;
 	int64_t t_start;
+	int64_t cpu_ns; /* throughput runs: this thread's CPU over its run */
 	int err;
 	/* latency runs */
 	int64_t *samples;
@@ -178,8 +179,13 @@ struct pb_run {
 	int64_t t_drain_end;
 };
 
+/*
+ * cpu_ns: CPU time of the whole process from the start of the run to its
+ * end (drain returned, or the plain variant's threads joined) per job;
+ * prod_cpu_ns: the producer threads' part of it. NAN where not measured.
+ */
 struct pb_result {
-	double mjobs, p50_us, p99_us;
+	double mjobs, p50_us, p99_us, cpu_ns, prod_cpu_ns;
 };
 
 struct pb_lat_result {

@@ -76,7 +76,7 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 		for (int k = 0; k < r->npoints; k++) {
 			int i = order[k];
 			const struct pb_point *p = &r->pt[i];
-			struct pb_result res = {NAN, NAN, NAN};
+			struct pb_result res = {NAN, NAN, NAN, NAN, NAN};
 
 			if (p->kind == PB_RING)
 				res.mjobs = pb_ring_once(o, p->B, o->a.ms);
@@ -84,9 +84,8 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 				res.mjobs =
 					pb_alone_once(o, prod, p->B, o->a.ms);
 			else if (p->kind == PB_PLAIN)
-				res.mjobs = pb_plain_once(o, prod, o->producers,
-							  p->W, p->B, p->wait,
-							  o->a.ms);
+				res = pb_plain_once(o, prod, o->producers, p->W,
+						    p->B, p->wait, o->a.ms);
 			else
 				res = pb_run_once(o, prod, o->producers, p->W,
 						  p->B, p->wait, p->ordered,
@@ -96,6 +95,8 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 			*pb_cell(r, r->mj, run, i) = res.mjobs;
 			*pb_cell(r, r->p50, run, i) = res.p50_us;
 			*pb_cell(r, r->p99, run, i) = res.p99_us;
+			*pb_cell(r, r->cpu, run, i) = res.cpu_ns;
+			*pb_cell(r, r->pcpu, run, i) = res.prod_cpu_ns;
 			if (k % 8 == 7)
 				fputc('.', stderr);
 		}
@@ -299,8 +300,9 @@ static const struct bench_opt pb_options[] = {
 	BENCH_OPT_SEED("seed of the order shuffles (default 1)"),
 	BENCH_OPT_QUICK("short runs, the whole thing in under 30 s"),
 	BENCH_OPT_CSV("CSV on stdout: producers,workers,B,wait,ordered,run,\n"
-		      "Mjobs_per_s,p50_us,p99_us (p50/p99: bp_pipeline_stats "
-		      "of\nthe run), then tagged blocks ring1x1, alone, work, "
+		      "Mjobs_per_s,p50_us,p99_us,cpu_ns_per_job (p50/p99:\n"
+		      "bp_pipeline_stats of the run; CPU: the process's, per "
+		      "job),\nthen tagged blocks ring1x1, alone, work, "
 		      "latency,\nhandoff, wakefloor, plain"),
 	BENCH_OPT_OUT,
 	BENCH_OPT_NAME,
@@ -365,9 +367,9 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 				&o->a, "--stages prints its tables only (no "
 				       "--csv, --json or --out)");
 		if (!o->workers_set)
-			o->nworkers = bench_parse_uints("2", o->workers,
-							PB_MAX_WLIST, 1,
-							BP_MAX_WORKERS);
+			o->nworkers =
+				bench_parse_uints("2", o->workers, PB_MAX_WLIST,
+						  1, BP_MAX_WORKERS);
 		if (!o->batches_set)
 			o->nbatches = bench_parse_uints("1,32", o->batches,
 							PB_MAX_BATCHES, 1,
@@ -414,6 +416,8 @@ int bench_pipeline_main(int argc, char **argv)
 	r->mj = pb_nan_array(ncell);
 	r->p50 = pb_nan_array(ncell);
 	r->p99 = pb_nan_array(ncell);
+	r->cpu = pb_nan_array(ncell);
+	r->pcpu = pb_nan_array(ncell);
 	r->lat_p50 = pb_nan_array(nw);
 	r->lat_p99 = pb_nan_array(nw);
 	r->lat_bp50 = pb_nan_array(nw);
@@ -480,6 +484,8 @@ out:
 	free(r->mj);
 	free(r->p50);
 	free(r->p99);
+	free(r->cpu);
+	free(r->pcpu);
 	free(r->lat_p50);
 	free(r->lat_p99);
 	free(r->lat_bp50);

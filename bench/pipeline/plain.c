@@ -52,6 +52,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,7 @@ static void *pl_producer_main(void *arg)
 	pthread_setname_np(pthread_self(), "pl-producer");
 	pthread_barrier_wait(&pl->run.start);
 	pr->t_start = bench_now_ns();
+	pr->cpu_ns = bench_thread_cpu_ns();
 	/* relaxed: stop is a time signal; the joins publish the results */
 	while (!atomic_load_explicit(&pl->run.stop, memory_order_relaxed)) {
 		if (!pb_take_free(pr, B))
@@ -197,6 +199,7 @@ static void *pl_producer_main(void *arg)
 	if (atomic_fetch_sub_explicit(&pl->run.producers_left, 1,
 				      memory_order_acq_rel) == 1)
 		pl_wake_all_workers(pl);
+	pr->cpu_ns = bench_thread_cpu_ns() - pr->cpu_ns;
 	return NULL;
 }
 
@@ -501,15 +504,17 @@ static void pl_check(struct pl_run *pl)
 		exit(1);
 }
 
-/* One throughput run of the plain variant: M jobs/s. */
-double pb_plain_once(const struct pb_opts *o, struct pb_producer *prod,
-		     unsigned P, unsigned W, unsigned B, int wait, unsigned ms)
+/* One throughput run of the plain variant: M jobs/s and CPU per job (as
+ * the pipeline's, over the run: until every thread is joined). */
+struct pb_result pb_plain_once(const struct pb_opts *o,
+			       struct pb_producer *prod, unsigned P, unsigned W,
+			       unsigned B, int wait, unsigned ms)
 {
 	struct pl_run *pl = pl_create(o, P, W, B, wait);
 	struct pb_run *run = &pl->run;
 	unsigned nc = (unsigned)o->a.ncpus;
-	int64_t t0;
-	double m;
+	struct pb_result res = {NAN, NAN, NAN, NAN, NAN};
+	int64_t t0, c0, c1, prod_cpu = 0;
 
 	pb_run_init(run, o, prod, P);
 	run->W = W;
@@ -531,6 +536,7 @@ double pb_plain_once(const struct pb_opts *o, struct pb_producer *prod,
 			 o->pin ? o->a.cpus[i % nc] : -1);
 	pthread_barrier_wait(&run->start);
 	t0 = bench_now_ns();
+	c0 = bench_process_cpu_ns();
 	bench_sleep_ns((int64_t)ms * 1000000);
 	/* relaxed: a time signal; the joins publish the results */
 	atomic_store_explicit(&run->stop, 1, memory_order_relaxed);
@@ -539,14 +545,20 @@ double pb_plain_once(const struct pb_opts *o, struct pb_producer *prod,
 		/* the clock starts with the first thread to run */
 		if (prod[i].t_start < t0)
 			t0 = prod[i].t_start;
+		prod_cpu += prod[i].cpu_ns;
 	}
 	for (unsigned i = 0; i < W; i++)
 		pthread_join(pl->workers[i].thread, NULL);
 	pthread_join(pl->sink, NULL);
+	c1 = bench_process_cpu_ns();
 	pl_check(pl);
 	pb_verify(run, NULL);
-	m = (double)pl->delivered * 1e3 / (double)(pl->t_end - t0);
+	res.mjobs = (double)pl->delivered * 1e3 / (double)(pl->t_end - t0);
+	if (pl->delivered) {
+		res.cpu_ns = (double)(c1 - c0) / (double)pl->delivered;
+		res.prod_cpu_ns = (double)prod_cpu / (double)pl->delivered;
+	}
 	pb_run_fini(run);
 	pl_destroy(pl);
-	return m;
+	return res;
 }

@@ -101,18 +101,23 @@ double pb_med_pt(const struct pb_results *r, const double *a, int i, double *lo,
 }
 
 /* Median over runs of a[run][i] / a[run][j]. */
-double pb_med_ratio(const struct pb_results *r, int i, int j)
+double pb_med_ratio_of(const struct pb_results *r, double *a, int i, int j)
 {
 	double v[PB_MAX_RUNS];
 
 	if (i < 0 || j < 0)
 		return NAN;
 	for (int run = 0; run < r->runs; run++) {
-		double den = *pb_cell(r, r->mj, run, j);
+		double den = *pb_cell(r, a, run, j);
 
-		v[run] = den > 0 ? *pb_cell(r, r->mj, run, i) / den : NAN;
+		v[run] = den > 0 ? *pb_cell(r, a, run, i) / den : NAN;
 	}
 	return bench_median(v, r->runs);
+}
+
+double pb_med_ratio(const struct pb_results *r, int i, int j)
+{
+	return pb_med_ratio_of(r, r->mj, i, j);
 }
 
 double *pb_nan_array(size_t n)

@@ -28,6 +28,7 @@ struct pb_results {
 	int runs, npoints;
 	struct pb_point pt[PB_MAX_POINTS];
 	double *mj, *p50, *p99; /* [run][point] */
+	double *cpu, *pcpu; /* [run][point]: CPU ns per job, all / producers */
 	/* latency phase: [run][wait] */
 	double *lat_p50, *lat_p99, *lat_bp50, *lat_bp99;
 	double *same_p50, *same_p99; /* producer waits as the pipeline */
@@ -56,6 +57,8 @@ double pb_med_pt(const struct pb_results *r, const double *a, int i, double *lo,
 		 double *hi);
 /* Median over runs of mj[run][i] / mj[run][j]. */
 double pb_med_ratio(const struct pb_results *r, int i, int j);
+/* The same of another [run][point] array a (r->cpu) */
+double pb_med_ratio_of(const struct pb_results *r, double *a, int i, int j);
 /* n doubles, all NaN */
 double *pb_nan_array(size_t n);
 

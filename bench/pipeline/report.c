@@ -57,6 +57,26 @@ static void pb_cell_plain(const struct pb_results *r, int i, char *buf,
 		 range);
 }
 
+/* CPU per job at point i: the pipeline's median ns (its producers' part),
+ * the plain variant's, then the median of per-run ratios pipeline /
+ * plain. */
+static void pb_cell_cpu(const struct pb_results *r, int i, char *buf,
+			size_t len)
+{
+	const struct pb_point *p = i < 0 ? NULL : &r->pt[i];
+	int j = p ? pb_find(r, PB_PLAIN, p->W, p->B, p->wait, false) : -1;
+	char a[24], b[24];
+
+	snprintf(a, sizeof(a), "%.0f (%.0f)",
+		 pb_med_pt(r, r->cpu, i, NULL, NULL),
+		 pb_med_pt(r, r->pcpu, i, NULL, NULL));
+	snprintf(b, sizeof(b), "%.0f (%.0f)",
+		 pb_med_pt(r, r->cpu, j, NULL, NULL),
+		 pb_med_pt(r, r->pcpu, j, NULL, NULL));
+	snprintf(buf, len, "%13s %13s %5.2f", a, b,
+		 pb_med_ratio_of(r, r->cpu, i, j));
+}
+
 /* One table per wait strategy: a row per worker count, a column per B. */
 static void pb_print_grid(FILE *f, const struct pb_opts *o,
 			  const struct pb_results *r, int width,
@@ -131,6 +151,14 @@ static void pb_print_plain(FILE *f, const struct pb_report *rep)
 		"median of per-run ratios\npipeline / plain, then plain's "
 		"median M jobs/s [min-max]\n");
 	pb_print_grid(f, o, r, 28, pb_cell_plain);
+	fprintf(f,
+		"\nCPU per job, the same runs: CPU time of the whole process "
+		"from the start of a\nrun to its end (drain returned; plain: "
+		"every thread joined) over the jobs\ndelivered, median ns, the "
+		"producer threads' part in brackets: pipeline,\nplain, then "
+		"the median of per-run ratios pipeline / plain (lower: less "
+		"CPU)\n");
+	pb_print_grid(f, o, r, 33, pb_cell_cpu);
 }
 
 /* What ordered output costs against unordered, per B. */
@@ -613,7 +641,7 @@ static void pb_print_csv_plain(FILE *f, const struct pb_report *rep)
 	/* pipe_over_plain: the twin pipeline point's run of the same index
 	 * over this one */
 	fprintf(f, "plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_"
-		   "plain\n");
+		   "plain,cpu_ns_per_job\n");
 	for (int j = 0; j < r->npoints; j++) {
 		const struct pb_point *p = &r->pt[j];
 		int i;
@@ -622,12 +650,13 @@ static void pb_print_csv_plain(FILE *f, const struct pb_report *rep)
 			continue;
 		i = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
 		for (int run = 0; run < r->runs; run++)
-			fprintf(f, "plain,%u,%u,%u,%s,%d,%.3f,%.4f\n",
+			fprintf(f, "plain,%u,%u,%u,%s,%d,%.3f,%.4f,%.1f\n",
 				o->producers, p->W, p->B,
 				pb_waits[p->wait].name, run,
 				*pb_cell(r, r->mj, run, j),
 				*pb_cell(r, r->mj, run, i) /
-					*pb_cell(r, r->mj, run, j));
+					*pb_cell(r, r->mj, run, j),
+				*pb_cell(r, r->cpu, run, j));
 	}
 }
 
@@ -641,19 +670,20 @@ void pb_print_csv(FILE *f, const void *ctx)
 	 * run (bucket upper bounds) */
 	fprintf(f,
 		"producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_"
-		"us\n");
+		"us,cpu_ns_per_job\n");
 	for (int i = 0; i < r->npoints; i++) {
 		const struct pb_point *p = &r->pt[i];
 
 		if (p->kind != PB_PIPE)
 			continue;
 		for (int run = 0; run < r->runs; run++)
-			fprintf(f, "%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f\n",
+			fprintf(f, "%u,%u,%u,%s,%d,%d,%.3f,%.3f,%.3f,%.1f\n",
 				o->producers, p->W, p->B,
 				pb_waits[p->wait].name, p->ordered ? 1 : 0, run,
 				*pb_cell(r, r->mj, run, i),
 				*pb_cell(r, r->p50, run, i),
-				*pb_cell(r, r->p99, run, i));
+				*pb_cell(r, r->p99, run, i),
+				*pb_cell(r, r->cpu, run, i));
 	}
 	fprintf(f, "ring1x1,B,run,Mitems_per_s\n");
 	for (int i = 0; i < r->npoints; i++)

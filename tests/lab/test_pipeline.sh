@@ -16,14 +16,14 @@ fail() {
 # shellcheck source=tests/lab/lib.sh disable=SC1091 # shellcheck tests/lab/*.sh reads it
 . "$BP_SOURCE_ROOT/tests/lab/lib.sh"
 
-pipe_hdr='producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_us'
+pipe_hdr='producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_us,cpu_ns_per_job'
 ring_hdr='ring1x1,B,run,Mitems_per_s'
 alone_hdr='alone,B,run,Mjobs_per_s'
 work_hdr='work,work_ns,producers,workers,B,wait,ordered,run,Mjobs_per_s,p50_us,p99_us'
 lat_hdr='latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_p99_us,idle_cpu_pct'
 handoff_hdr='handoff,run,ns_one_way'
 floor_hdr='wakefloor,run,p50_us,p99_us'
-plain_hdr='plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_plain'
+plain_hdr='plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_plain,cpu_ns_per_job'
 # every point and phase once, each as short as it goes
 args='--runs 1 --ms 5 --workers 1 --batches 8 --waits spin-sleep
       --work-ns 100 --lat-ms 5 --wake-samples 3 --wake-gap-us 100
@@ -73,8 +73,16 @@ counts=$(check_csv "$tmp/o3/pipeline.csv" "$pipe_hdr" "$ring_hdr" \
 	"$alone_hdr" "$plain_hdr") || fail "bad plain CSV: $counts"
 [ "$counts" = "5 2 2 3" ] ||
 	fail "rows per block with plain: $counts, expected 5 2 2 3"
-grep -Eq '^plain,2,1,8,sleep,0,[0-9.]+,[0-9.]+$' "$tmp/o3/pipeline.csv" ||
-	fail "no plain row for W1 B8 sleep"
+grep -Eq '^plain,2,1,8,sleep,0,[0-9.]+,[0-9.]+,[0-9]+[.][0-9]$' \
+	"$tmp/o3/pipeline.csv" || fail "no plain row for W1 B8 sleep"
+# CPU per job: measured (a positive number, not nan) for both variants,
+# and its table printed beside pipeline / plain
+awk -F, '/^plain,/ && !($9 > 0) { bad = 1 }
+	/^[0-9]/ && !($10 > 0) { bad = 1 }
+	END { exit bad }' "$tmp/o3/pipeline.csv" ||
+	fail "a run without its CPU per job: $(grep -v '^[a-z]' "$tmp/o3/pipeline.csv" | head -3)"
+grep -q '^CPU per job, the same runs: ' "$tmp/table3" ||
+	fail "no CPU per job table"
 "$BPBENCH" pipeline --runs 1 --ms 5 --workers 1 --batches 8 \
 	--waits busy-poll --no-latency --work-ns 0 --pool 256 --no-plain \
 	--csv >"$tmp/np.csv" 2>"$tmp/err" ||
