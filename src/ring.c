@@ -244,7 +244,7 @@ unsigned bp_ring_flags(const struct bp_ring *r)
 /* Non-zero if any item has bit 0 set (it would forge a lap tag). */
 static BP_ALWAYS_INLINE uintptr_t bad_items(void *const *items, unsigned n)
 {
-	uintptr_t a = 0, b = 0;
+	uintptr_t a = 0;
 	unsigned i = 0;
 
 #if RING_SIMD
@@ -263,14 +263,7 @@ static BP_ALWAYS_INLINE uintptr_t bad_items(void *const *items, unsigned n)
 		    (uintptr_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(x, x));
 	}
 #endif
-
-	for (; i + 2 <= n; i += 2) {
-		a |= (uintptr_t)items[i];
-		b |= (uintptr_t)items[i + 1];
-	}
-	if (i < n)
-		a |= (uintptr_t)items[i];
-	return (a | b) & 1;
+	return (a & 1) | leaf_odd(items + i, n - i);
 }
 
 /*

@@ -336,68 +336,116 @@ static void test_odd_item(void **state)
 	bp_ring_destroy(r);
 }
 
+/* Move the head of empty ring r on to slot `slot` (capacity 16), one item
+ * at a time; *next is the position (and the number) of the next item. */
+static void leaf_align(struct bp_ring *r, uint64_t *next, unsigned slot)
+{
+	while (*next % 16 != slot) {
+		void *one = it(*next), *back = NULL;
+
+		assert_int_equal(bp_ring_enqueue_burst(r, &one, 1, NULL), 1);
+		assert_int_equal(bp_ring_dequeue_burst(r, &back, 1, NULL), 1);
+		assert_ptr_equal(back, one);
+		(*next)++;
+	}
+}
+
+/* Dequeue exactly `want` items, numbered from first, in bursts. */
+static void leaf_take_all(struct bp_ring *r, unsigned want, uint64_t first)
+{
+	void *out[16];
+	unsigned got = 0;
+
+	while (got < want) {
+		int k = bp_ring_dequeue_burst(r, out, want - got, NULL);
+
+		assert_true(k > 0);
+		check_seq(out, (unsigned)k, first + got);
+		got += (unsigned)k;
+	}
+	check_occupancy(r, 0);
+}
+
 /*
- * The fast paths' runs of every small size (the inline leaf runs go two
- * slots at a time, one item alone): at every offset in the slot array,
- * a dequeue of n finds exactly the p items put so far of a reservation of
- * n (a burst takes them, a bulk none) and writes nothing past them; an odd
- * item anywhere in an enqueue of n is refused and nothing goes in.
+ * Reservations A (n slots, p of them put) and B (b slots, all put) at the
+ * head: a burst finds the p ready items of A and no more (a slot not
+ * ready ends the run even with ready ones after it, as when another
+ * producer publishes while the first is preempted), a bulk of n none, and
+ * nothing is written past the p. Then the rest comes, in order.
+ */
+static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
+		       unsigned p, unsigned b)
+{
+	void *const mark = it(7777);
+	struct bp_ring_zc za, zb;
+	void *out[16];
+	int k;
+
+	assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, n, &za), (int)n);
+	if (b)
+		assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, b, &zb),
+				 (int)b);
+	for (unsigned i = 0; i < b; i++)
+		assert_int_equal(bp_ring_zc_put(&zb, it(*next + n + i)), 0);
+	for (unsigned i = 0; i < p; i++)
+		assert_int_equal(bp_ring_zc_put(&za, it(*next + i)), 0);
+	for (unsigned i = 0; i < 16; i++)
+		out[i] = mark;
+	if (p < n)
+		assert_int_equal(bp_ring_dequeue_bulk(r, out, n, NULL), 0);
+	k = bp_ring_dequeue_burst(r, out, n + b, NULL);
+	assert_int_equal(k, (int)p);
+	check_seq(out, p, *next);
+	for (unsigned i = p; i < 16; i++)
+		assert_ptr_equal(out[i], mark);
+	for (unsigned i = p; i < n; i++)
+		assert_int_equal(bp_ring_zc_put(&za, it(*next + i)), 0);
+	assert_int_equal(bp_ring_enqueue_zc_finish(r, &za), 0);
+	if (b)
+		assert_int_equal(bp_ring_enqueue_zc_finish(r, &zb), 0);
+	leaf_take_all(r, n + b - p, *next + p);
+	*next += n + b;
+}
+
+/*
+ * The fast paths' runs of every small size (the inline leaf runs go four,
+ * then two slots at a time, one item alone; 9 and 10 take the wide runs),
+ * with the head at every slot of the array: partial runs (leaf_holes; a
+ * hole with ready slots after it only where two reservations can be in
+ * progress at once, not single-producer), a copying enqueue of n and its
+ * dequeue, and an odd item anywhere in an enqueue of n, refused with
+ * nothing enqueued.
  */
 static void test_leaf_runs(void **state)
 {
 	const unsigned mode = mode_of(state);
-	void *const mark = it(7777);
 	uint64_t next = 0;
 
 	for (unsigned n = 1; n <= 10; n++) {
 		struct bp_ring *r = ring_new(16, mode);
 
-		for (unsigned off = 0; off < 16; off++) {
-			for (unsigned p = 0; p <= n; p++) {
-				struct bp_ring_zc zc;
-				void *v[10], *out[11];
-				unsigned got = 0;
-				int k;
+		for (unsigned slot = 0; slot < 16; slot++) {
+			void *v[10];
 
-				k = bp_ring_enqueue_zc_bulk_start(r, n, &zc);
-				assert_int_equal(k, (int)n);
-				for (unsigned i = 0; i < p; i++)
-					assert_int_equal(
-						bp_ring_zc_put(&zc,
-							       it(next + i)),
-						0);
-				for (unsigned i = 0; i < 11; i++)
-					out[i] = mark;
-				if (p < n)
-					assert_int_equal(
-						bp_ring_dequeue_bulk(r, out, n,
-								     NULL),
-						0);
-				k = bp_ring_dequeue_burst(r, out, n, NULL);
-				assert_int_equal(k, (int)p);
-				check_seq(out, p, next);
-				for (unsigned i = p; i < 11; i++)
-					assert_ptr_equal(out[i], mark);
-				for (unsigned i = p; i < n; i++)
-					assert_int_equal(
-						bp_ring_zc_put(&zc,
-							       it(next + i)),
-						0);
-				assert_int_equal(
-					bp_ring_enqueue_zc_finish(r, &zc), 0);
-				while (got < n - p) {
-					k = bp_ring_dequeue_burst(
-						r, out, n - p - got, NULL);
-					assert_true(k > 0);
-					check_seq(out, (unsigned)k,
-						  next + p + got);
-					got += (unsigned)k;
+			for (unsigned p = 0; p <= n; p++) {
+				leaf_align(r, &next, slot);
+				leaf_holes(r, &next, n, p, 0);
+				if (mode & BP_RING_SP || p == n)
+					continue;
+				for (unsigned b = 1; b <= 2; b++) {
+					leaf_align(r, &next, slot);
+					leaf_holes(r, &next, n, p, b);
 				}
-				check_occupancy(r, 0);
-				next += n;
-				/* an odd item at position p % n */
+			}
+			leaf_align(r, &next, slot);
+			fill_seq(v, n, next);
+			assert_int_equal(bp_ring_enqueue_burst(r, v, n, NULL),
+					 (int)n);
+			leaf_take_all(r, n, next);
+			next += n;
+			for (unsigned bad = 0; bad < n; bad++) {
 				fill_seq(v, n, next);
-				v[p % n] = (void *)((uintptr_t)v[p % n] | 1);
+				v[bad] = (void *)((uintptr_t)v[bad] | 1);
 				assert_int_equal(
 					bp_ring_enqueue_burst(r, v, n, NULL),
 					-EINVAL);
@@ -405,19 +453,6 @@ static void test_leaf_runs(void **state)
 					bp_ring_enqueue_bulk(r, v, n, NULL),
 					-EINVAL);
 				check_occupancy(r, 0);
-			}
-			/* move the head on by one slot */
-			{
-				void *one = it(next), *back;
-
-				assert_int_equal(
-					bp_ring_enqueue_burst(r, &one, 1, NULL),
-					1);
-				assert_int_equal(bp_ring_dequeue_burst(r, &back,
-								       1, NULL),
-						 1);
-				assert_ptr_equal(back, one);
-				next++;
 			}
 		}
 		bp_ring_destroy(r);

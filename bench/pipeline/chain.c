@@ -120,9 +120,10 @@ int pb_chain_main(const struct pb_opts *o, struct pb_producer *prod,
 			}
 	}
 	/* warm-up, not recorded */
-	pb_run_shaped(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B,
-		      PB_HEAD_WAIT, false, 0, o->a.quick ? 10 : 50, o->stages,
-		      PB_SERIAL_NONE, 0);
+	if (o->warmup)
+		pb_run_shaped(o, prod, o->producers, PB_HEAD_W, PB_HEAD_B,
+			      PB_HEAD_WAIT, false, 0, o->a.quick ? 10 : 50,
+			      o->stages, PB_SERIAL_NONE, 0);
 	for (int r = 0; r < runs; r++) {
 		fprintf(stderr, "bpbench pipeline --stages %u: run %d/%d ",
 			o->stages, r + 1, runs);
