@@ -63,9 +63,10 @@
  * straight line: the batch fits by the cached opposite position, its run
  * does not cross the end of the slot array, the one claim succeeds at the
  * first try (and, to enqueue, no high-water mark is kept). Batches of up
- * to LEAF_MAX items take a leaf path that makes no call (inline runs, two
- * slots per SSE2 access and one item in a straight line, ring_slots.h: at
- * these sizes a call to the wide runs costs more than it saves); longer
+ * to LEAF_MAX items take a leaf path that makes no call (the inline leaf
+ * runs of ring_slots.h: one item in a straight line, more by SSE2
+ * accesses where that does not stall; at these sizes a call to the wide
+ * runs costs more than it saves); longer
  * ones take the same path with the wide runs. Whatever the fast path does
  * not handle starts over on the general path (reserve/publish, take),
  * which handles everything; the fast path changes nothing before it hands
