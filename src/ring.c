@@ -65,7 +65,7 @@
  * first try (and, to enqueue, no high-water mark is kept). Batches of up
  * to LEAF_MAX items take a leaf path that makes no call (the inline leaf
  * runs of ring_slots.h: one item in a straight line, more by SSE2
- * accesses where that does not stall; at these sizes a call to the wide
+ * accesses where they measured faster; at these sizes a call to the wide
  * runs costs more than it saves); longer
  * ones take the same path with the wide runs. Whatever the fast path does
  * not handle starts over on the general path (reserve/publish, take),

@@ -31,15 +31,16 @@
 #endif
 
 /*
- * On x86-64 the runs move two slots per 16-byte SSE2 access. Each slot is
- * an aligned quadword, and the ring relies on x86 CPUs reading and writing
- * each aligned quadword of a wider access whole, so that a consumer sees
- * either the old or the new value of every slot. That is what every x86
- * CPU does, but the manuals promise it only for aligned 8-byte accesses
- * (and 16-byte aligned ones on AVX CPUs), not for the quadwords of an
- * unaligned 16-byte access, which these are when the run starts at an odd
- * slot. The per-batch fences of (1) order them as before. Elsewhere, and
- * under TSAN, slots are moved one atomic access at a time.
+ * On x86-64 the runs move two slots per 16-byte SSE2 access (four per
+ * AVX2 access in the wide runs). Each slot is an aligned quadword, and the
+ * ring relies on x86 CPUs reading and writing each aligned quadword of a
+ * wider access whole, so that a consumer sees either the old or the new
+ * value of every slot. That is what x86 CPUs do, but the manuals promise
+ * it only for 8-byte accesses (and for aligned MOVDQA-type 16-byte ones
+ * on AVX CPUs), not for the unaligned-form accesses used here, some of
+ * which cross a cache line. The per-batch fences of (1) order them as
+ * before. Elsewhere, and under TSAN, slots are moved one atomic access at
+ * a time.
  */
 #if defined(__SSE2__) && defined(__x86_64__) && !BP_TSAN
 #include <emmintrin.h>

@@ -376,7 +376,7 @@ static void leaf_take_all(struct bp_ring *r, unsigned want, uint64_t first)
 static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 		       unsigned p, unsigned b)
 {
-	void *const mark = it(7777);
+	void *const mark = bpt_item(1, 7777); /* no test item is producer 1's */
 	struct bp_ring_zc za, zb;
 	void *out[16];
 	int k;
@@ -410,11 +410,12 @@ static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 /*
  * The fast paths' runs of every small size (the inline leaf runs go four,
  * then two slots at a time, one item alone; 9 and 10 take the wide runs),
- * with the head at every slot of the array: partial runs (leaf_holes; a
- * hole with ready slots after it only where two reservations can be in
- * progress at once, not single-producer), a copying enqueue of n and its
- * dequeue, and an odd item anywhere in an enqueue of n, refused with
- * nothing enqueued.
+ * with the head at every slot of the array: partial runs (leaf_holes: p
+ * of n put, then b more ready after the hole, b up to what keeps n + b a
+ * leaf run, so the hole falls at every place of a run of up to 8; one
+ * thread may hold two reservations in any mode), a copying enqueue of n
+ * and its dequeue, and an odd item anywhere in an enqueue of n, refused
+ * with nothing enqueued.
  */
 static void test_leaf_runs(void **state)
 {
@@ -428,11 +429,13 @@ static void test_leaf_runs(void **state)
 			void *v[10];
 
 			for (unsigned p = 0; p <= n; p++) {
+				unsigned bmax = n < 8 ? 8 - n : 2;
+
 				leaf_align(r, &next, slot);
 				leaf_holes(r, &next, n, p, 0);
-				if (mode & BP_RING_SP || p == n)
+				if (p == n)
 					continue;
-				for (unsigned b = 1; b <= 2; b++) {
+				for (unsigned b = 1; b <= bmax; b++) {
 					leaf_align(r, &next, slot);
 					leaf_holes(r, &next, n, p, b);
 				}
