@@ -19,15 +19,7 @@ bpi_store_wide_base(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
 {
 	unsigned i = 0;
 #if RING_SIMD
-	const __m128i t = _mm_set1_epi64x((long long)tag);
-
-	for (; i + 4 <= k; i += 4) {
-		__m128i a = _mm_loadu_si128((const __m128i *)&src[i]);
-		__m128i b = _mm_loadu_si128((const __m128i *)&src[i + 2]);
-
-		_mm_storeu_si128((__m128i *)&dst[i], _mm_or_si128(a, t));
-		_mm_storeu_si128((__m128i *)&dst[i + 2], _mm_or_si128(b, t));
-	}
+	i = store4_sse2(dst, src, k, tag);
 #else
 	for (; i + 4 <= k; i += 4) {
 		__atomic_store_n(&dst[i], (uintptr_t)src[i] | tag, SLOT_STORE);
@@ -52,22 +44,7 @@ bpi_scan_wide_base(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
 {
 	unsigned i = 0;
 #if RING_SIMD
-	const __m128i t = _mm_set1_epi64x((long long)tag);
-
-	for (; i + 4 <= k; i += 4) {
-		__m128i a = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i]), t);
-		__m128i b = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i + 2]), t);
-		/* bit 0 of each slot to bit 7 of its lowest byte */
-		int m = _mm_movemask_epi8(
-			_mm_slli_epi64(_mm_or_si128(a, b), 7));
-
-		if (m & 0x0101)
-			break;
-		_mm_storeu_si128((__m128i *)&out[i], a);
-		_mm_storeu_si128((__m128i *)&out[i + 2], b);
-	}
+	i = scan4_sse2(s, out, k, tag);
 #else
 	for (; i + 4 <= k; i += 4) {
 		uintptr_t x0 = __atomic_load_n(&s[i], SLOT_LOAD) ^ tag;

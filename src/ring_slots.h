@@ -49,6 +49,53 @@
 #define RING_SIMD 0
 #endif
 
+#if RING_SIMD
+/*
+ * Four slots a step, two per SSE2 access: the inline leaf runs below and
+ * the out-of-line SSE2 wide runs (ring_slots.c) share them. Each returns
+ * how many slots it handled, a multiple of four; scan4 stops before the
+ * first group with a slot not ready (the XOR with the tag strips it and
+ * leaves bit 0 set in a slot not ready).
+ */
+static inline __attribute__((always_inline)) unsigned
+store4_sse2(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
+{
+	const __m128i t = _mm_set1_epi64x((long long)tag);
+	unsigned i = 0;
+
+	for (; i + 4 <= k; i += 4) {
+		__m128i a = _mm_loadu_si128((const __m128i *)&src[i]);
+		__m128i b = _mm_loadu_si128((const __m128i *)&src[i + 2]);
+
+		_mm_storeu_si128((__m128i *)&dst[i], _mm_or_si128(a, t));
+		_mm_storeu_si128((__m128i *)&dst[i + 2], _mm_or_si128(b, t));
+	}
+	return i;
+}
+
+static inline __attribute__((always_inline)) unsigned
+scan4_sse2(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
+{
+	const __m128i t = _mm_set1_epi64x((long long)tag);
+	unsigned i = 0;
+
+	for (; i + 4 <= k; i += 4) {
+		__m128i a = _mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)&s[i]), t);
+		__m128i b = _mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)&s[i + 2]), t);
+
+		/* bit 0 of each slot to its sign bit: set = not ready */
+		if (_mm_movemask_pd(_mm_castsi128_pd(
+			    _mm_slli_epi64(_mm_or_si128(a, b), 63))))
+			break;
+		_mm_storeu_si128((__m128i *)&out[i], a);
+		_mm_storeu_si128((__m128i *)&out[i + 2], b);
+	}
+	return i;
+}
+#endif
+
 /*
  * The wide parts of a run (four slots a step): each returns how many slots
  * it handled, a multiple of four. scan stops before the first group with a
@@ -144,20 +191,12 @@ static BP_ALWAYS_INLINE void leaf_store(uintptr_t *dst, void *const *src,
 		return;
 	}
 #if RING_SIMD
-	const __m128i t = _mm_set1_epi64x((long long)tag);
-
-	for (; i + 4 <= n; i += 4) {
-		__m128i a = _mm_loadu_si128((const __m128i *)&src[i]);
-		__m128i b = _mm_loadu_si128((const __m128i *)&src[i + 2]);
-
-		_mm_storeu_si128((__m128i *)&dst[i], _mm_or_si128(a, t));
-		_mm_storeu_si128((__m128i *)&dst[i + 2], _mm_or_si128(b, t));
-	}
+	i = store4_sse2(dst, src, n, tag);
 	if (i + 2 <= n) {
 		_mm_storeu_si128(
 			(__m128i *)&dst[i],
 			_mm_or_si128(_mm_loadu_si128((const __m128i *)&src[i]),
-				     t));
+				     _mm_set1_epi64x((long long)tag)));
 		i += 2;
 	}
 #endif
@@ -168,7 +207,8 @@ static BP_ALWAYS_INLINE void leaf_store(uintptr_t *dst, void *const *src,
 /*
  * Copy the ready slots of a run of n (tag `tag`) into out, stopping at the
  * first one not ready; returns how many were copied. Nothing past them is
- * written.
+ * written. Relaxed loads: the caller's acquire fence after its claim
+ * orders them ((1) and (3) in ring.c).
  */
 static BP_ALWAYS_INLINE unsigned leaf_scan(const uintptr_t *s, void **out,
 					   unsigned n, uintptr_t tag)
@@ -187,18 +227,7 @@ static BP_ALWAYS_INLINE unsigned leaf_scan(const uintptr_t *s, void **out,
 	const __m128i t = _mm_set1_epi64x((long long)tag);
 
 	/* four at a time while all four are ready, then by two */
-	for (; i + 4 <= n; i += 4) {
-		__m128i a = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i]), t);
-		__m128i b = _mm_xor_si128(
-			_mm_loadu_si128((const __m128i *)&s[i + 2]), t);
-
-		if (_mm_movemask_pd(_mm_castsi128_pd(
-			    _mm_slli_epi64(_mm_or_si128(a, b), 63))))
-			break;
-		_mm_storeu_si128((__m128i *)&out[i], a);
-		_mm_storeu_si128((__m128i *)&out[i + 2], b);
-	}
+	i = scan4_sse2(s, out, n, tag);
 	for (; i + 2 <= n; i += 2) {
 		__m128i a = _mm_xor_si128(
 			_mm_loadu_si128((const __m128i *)&s[i]), t);
