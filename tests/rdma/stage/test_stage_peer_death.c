@@ -358,6 +358,23 @@ static void after_abort(struct st_fix *f)
 	free(src);
 }
 
+/*
+ * Leave at once after a hang that no teardown can pass (workers stuck in a
+ * post): skip for the provider's known hang, fail otherwise. The producer
+ * is detached first: it may have finished, and a finished thread never
+ * joined is a thread leak to TSAN, whose report at exit would turn the
+ * skip into its exit status 66. This process's shm files would outlive
+ * it: removed here.
+ */
+static void leave_hung(struct run *r, bool hang)
+{
+	fflush(stdout);
+	if (r->producer)
+		pthread_detach(*r->producer);
+	bpt_shm_cleanup((long)getpid());
+	_exit(hang ? ST_SKIP : 1);
+}
+
 /* The "abort" mode: 50 ms after the kill, abort with the producer live. */
 static int abort_after_kill(struct run *r, const char *name,
 			    struct bp_rdma_conn *conn, int64_t kill_ns)
@@ -392,9 +409,7 @@ static int abort_after_kill(struct run *r, const char *name,
 		       hang ? " - every worker inside one post into the dead "
 			      "peer (libfabric 1.17's shm)"
 			    : "");
-		fflush(stdout);
-		bpt_shm_cleanup((long)getpid());
-		_exit(hang ? ST_SKIP : 1);
+		leave_hung(r, hang);
 	}
 	pthread_join(at, NULL);
 	ST_CHECK(a.rc == 0, "abort: %s", bp_strerror(a.rc));
@@ -613,11 +628,8 @@ int main(int argc, char **argv)
 		nrep = st_log_from_last("timed out; intake is closed", rep,
 					sizeof(rep) / sizeof(rep[0]));
 		hang = provider_hang(f, name, rep, nrep);
-		fflush(stdout);
-		/* no teardown past stuck workers; this process's shm files
-		 * would outlive it */
-		bpt_shm_cleanup((long)getpid());
-		_exit(hang ? ST_SKIP : 1);
+		/* no teardown past stuck workers */
+		leave_hung(r, hang);
 	}
 	t_drain = bpt_now_ns();
 	ST_CHECK(rc == 0, "drain: %s", bp_strerror(rc));
