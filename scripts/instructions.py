@@ -22,7 +22,10 @@ workers each, the stage's work split among them, `bpbench pipeline
 of every stage are compared with the one-stage run's: what one more stage
 costs per job.
 
-usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N]
+With --ordered the pipeline is also profiled with ordered output (`bpbench
+pipeline --sweep-only --ordered`): what the reorder window costs per job.
+
+usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N] [--ordered]
        (default: build, B = 32; the issue's small-batch cases: --batch 1)
 """
 import glob
@@ -92,7 +95,8 @@ def count(stderr, what):
     return int(m.group(1))
 
 
-USAGE = "usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N]"
+USAGE = ("usage: scripts/instructions.py [BUILD_DIR] [--batch B] "
+         "[--stages N] [--ordered]")
 
 
 def take_opt(args, name, default):
@@ -107,13 +111,13 @@ def take_opt(args, name, default):
     return value
 
 
-def pipeline_parts(tmp, tag, bench, batch, stages):
+def pipeline_parts(tmp, tag, bench, batch, stages, ordered=False):
     """Library instructions of a pipeline run, per role, and its jobs."""
     threads, err = profile(tmp, tag, [
         bench, "pipeline", "--sweep-only", "--no-warmup", "--workers", "2",
         "--batches", batch, "--waits", "spin-sleep", "--no-latency",
         "--runs", "1", "--ms", "300", "--work-ns", "0",
-        "--stages", str(stages)])
+        "--stages", str(stages)] + (["--ordered"] if ordered else []))
     jobs = count(err, "jobs")
     part = {"producers": 0, "workers": 0, "sink": 0}
     seen = {"producers": 0, "workers": 0, "sink": 0}
@@ -148,11 +152,16 @@ def main():
     args = sys.argv[1:]
     batch = take_opt(args, "--batch", "32")
     stages = int(take_opt(args, "--stages", "1"))
+    ordered = "--ordered" in args
+    if ordered:
+        args.remove("--ordered")
     build = args[0] if args else "build"
     bench = os.path.join(build, "bench", "bpbench")
     with tempfile.TemporaryDirectory() as tmp:
         part, jobs = pipeline_parts(tmp, "pipe", bench, batch, 1)
-        chain = None
+        chain = ordp = None
+        if ordered:
+            ordp = pipeline_parts(tmp, "ordered", bench, batch, 1, True)
         if stages > 1:
             chain = pipeline_parts(tmp, "chain", bench, batch, stages)
         threads, err = profile(tmp, "ring", [
@@ -173,6 +182,16 @@ def main():
                                    for k, v in part.items()))
     print(f"ring 1x1, {items} items: {(enq + deq) / items:.1f} per item "
           f"= enqueue {enq / items:.1f}, dequeue {deq / items:.1f}")
+    if ordp:
+        opart, ojobs = ordp
+        if ojobs == 0:
+            sys.exit("the ordered run's count is zero")
+        ototal = sum(opart.values())
+        print(f"pipeline, 2P/2W ordered, {ojobs} jobs: {ototal / ojobs:.1f} "
+              "per job = " + ", ".join(f"{k} {v / ojobs:.1f}"
+                                       for k, v in opart.items()) +
+              f"; ordered output costs {ototal / ojobs - total / jobs:.1f}"
+              " per job")
     if chain:
         cpart, cjobs = chain
         if cjobs == 0:

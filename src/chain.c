@@ -203,9 +203,11 @@ static uint64_t window_size(const struct bp_pipeline *p)
 
 static int create_window(struct bp_pipeline *p, uint64_t size)
 {
-	p->window = calloc(size, sizeof(*p->window));
-	p->window_worker = calloc(size, sizeof(*p->window_worker));
-	if (!p->window || !p->window_worker)
+	/* the spare entries past the end stay NULL: deliveries straight from
+	 * the window read them ahead, and a run stops at them */
+	p->window = calloc(size + BPI_SINK_AHEAD, sizeof(*p->window));
+	p->window_run = calloc(size, sizeof(*p->window_run));
+	if (!p->window || !p->window_run)
 		return -ENOMEM;
 	p->window_mask = size - 1;
 	return 0;
@@ -284,7 +286,7 @@ void bpi_chain_free(struct bp_pipeline *p)
 	}
 	free(p->stages);
 	free(p->window);
-	free(p->window_worker);
+	free(p->window_run);
 }
 
 /*

@@ -233,8 +233,10 @@ struct bp_pipeline {
 	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
 	bool *sink_ended;	  /* per worker: its egress stream has ended */
 	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
-	struct bp_job **window; /* ordered mode: reorder window, by seq */
-	uint32_t *window_worker; /* ordered mode: who handed each window job */
+	/* ordered mode: the reorder window, by seq (src/sink.c), with
+	 * BPI_SINK_AHEAD spare entries past its end, always NULL */
+	struct bp_job **window;
+	struct bpi_window_run *window_run; /* at each filed run's first seq */
 	uint64_t window_mask;
 	uint64_t next_seq;
 	bpi_counter st_ok, st_failed, st_cancelled, st_sink_batches;
@@ -287,6 +289,23 @@ struct bpi_stage *bpi_chain_stage(struct bp_pipeline *p, unsigned stage,
 				  const char *who);
 /* Free p and all it owns, threads joined (src/pipeline.c). */
 void bpi_pipeline_free(struct bp_pipeline *p);
+/*
+ * The sink's deliveries prefetch the job this many places ahead, so every
+ * array it delivers from has as many readable entries past its end (a
+ * prefetch of a stale or NULL pointer neither faults nor matters).
+ */
+#define BPI_SINK_AHEAD 8
+
+/*
+ * The ordered sink's window files jobs by runs of consecutive seqs, as
+ * they come from a worker: at a run's first seq, its length and whom to
+ * credit on delivery (src/sink.c).
+ */
+struct bpi_window_run {
+	uint32_t len;
+	uint32_t worker;
+};
+
 /* room_need when no thread waits for room in ingress */
 #define ROOM_NOBODY UINT_MAX
 

@@ -21,6 +21,9 @@
  */
 #include <errno.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "src/pipeline_internal.h"
 #include "src/ring_internal.h"
@@ -28,13 +31,9 @@
 #include "src/wait_internal.h"
 
 #define SINK_BATCH 256
-/*
- * deliver() prefetches the job this many places ahead; the batch arrays
- * have as many spare entries past SINK_BATCH, so the look-ahead never
- * reads past them (what it reads there is stale, and a prefetch of a
- * stale pointer neither faults nor matters).
- */
-#define SINK_AHEAD 8
+/* deliver()'s look-ahead; the batch arrays and the window have as many
+ * spare entries past their end (pipeline_internal.h) */
+#define SINK_AHEAD BPI_SINK_AHEAD
 
 static inline void count_latency(struct bp_pipeline *p, int64_t lat,
 				 uint64_t jobs)
@@ -146,66 +145,157 @@ static inline void wake_worker(struct bp_pipeline *p, unsigned w)
 }
 
 /*
- * Ordered mode: file jobs into the window, then deliver the run that starts
- * at next_seq, crediting each job's worker once per batch and waking it.
- * Returns whether `worker` (whose egress ring the jobs came from) was
- * woken, so that the caller need not wake it again. out: the caller's
- * SINK_BATCH + SINK_AHEAD entries for the runs delivered.
+ * Ordered mode. The window holds every job handed and not yet delivered at
+ * window[seq & mask]; a job leaves it only once every seq before it has
+ * left. Jobs come from a worker in runs of consecutive seqs (a worker takes
+ * a batch of consecutive ingress positions and completes it in order), so
+ * the window files and delivers whole runs: a run is copied in at once,
+ * with its length and worker noted at its first seq (window_run), and the
+ * runs that follow next_seq back to back are delivered straight from the
+ * window and cleared at once. Per job that leaves a look at its seq; the
+ * rest is per run.
+ */
+
+/* Whether n window entries from w are all empty. */
+static inline bool window_free(struct bp_job *const *w, unsigned n)
+{
+	uintptr_t any = 0;
+	unsigned i = 0;
+
+#ifdef __SSE2__
+	/* four entries per two 16-byte loads: the sink's own memory */
+	__m128i v = _mm_setzero_si128();
+
+	for (; i + 4 <= n; i += 4) {
+		__m128i a = _mm_loadu_si128((const void *)&w[i]);
+		__m128i b = _mm_loadu_si128((const void *)&w[i + 2]);
+
+		v = _mm_or_si128(v, _mm_or_si128(a, b));
+	}
+	v = _mm_or_si128(v, _mm_unpackhi_epi64(v, v));
+	any = (uintptr_t)_mm_cvtsi128_si64(v);
+#endif
+	for (; i < n; i++)
+		any |= (uintptr_t)w[i];
+	return any == 0;
+}
+
+/*
+ * File one job. A job whose seq is already in the window, or outside it
+ * (behind next_seq: delivered), is refused as a repeat.
+ */
+static void file_job(struct bp_pipeline *p, struct bp_job *j, unsigned worker,
+		     uint64_t *credit)
+{
+	uint64_t seq = j->seq, at = seq & p->window_mask;
+
+	if (((seq - p->next_seq) & SEQ_MASK) > p->window_mask ||
+	    p->window[at]) {
+		refuse_repeat(p, j, worker, credit);
+		return;
+	}
+	p->window[at] = j;
+	p->window_run[at] = (struct bpi_window_run){1, worker};
+}
+
+/*
+ * File a run of n jobs with consecutive seqs from seq: at once where it
+ * fits in the window and finds it empty, split at the window's end (a run
+ * never wraps); job by job otherwise, which refuses the repeats among
+ * them.
+ */
+static void file_run(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
+		     uint64_t seq, unsigned worker, uint64_t *credit)
+{
+	const uint64_t mask = p->window_mask;
+	uint64_t at = seq & mask, off = (seq - p->next_seq) & SEQ_MASK;
+	unsigned first = n, rest = 0;
+
+	if (at + n > mask + 1) {
+		first = (unsigned)(mask + 1 - at);
+		rest = n - first;
+	}
+	/* every seq in flight is in [next_seq, next_seq + window size) */
+	if (off > mask || off + n - 1 > mask ||
+	    !window_free(p->window + at, first) ||
+	    !window_free(p->window, rest)) {
+		for (unsigned i = 0; i < n; i++)
+			file_job(p, jobs[i], worker, credit);
+		return;
+	}
+	memcpy(p->window + at, jobs, first * sizeof(*jobs));
+	p->window_run[at] = (struct bpi_window_run){first, worker};
+	if (rest) {
+		memcpy(p->window, jobs + first, rest * sizeof(*jobs));
+		p->window_run[0] = (struct bpi_window_run){rest, worker};
+	}
+}
+
+/*
+ * Take the runs that start at next_seq and follow each other, up to
+ * SINK_BATCH jobs and the window's end (the NULL spare entries there stop
+ * it), crediting each run's worker. Returns how many; they are at
+ * window[next_seq & mask] on. A run longer than what is left of the batch
+ * is split: its rest is a run of its own.
+ */
+static unsigned take_runs(struct bp_pipeline *p, uint64_t *credit)
+{
+	uint64_t at = p->next_seq & p->window_mask;
+	struct bp_job **w = p->window + at;
+	struct bpi_window_run *run = p->window_run + at;
+	unsigned k = 0;
+
+	while (k < SINK_BATCH && w[k]) {
+		struct bpi_window_run r = run[k];
+
+		if (r.len > SINK_BATCH - k) {
+			run[SINK_BATCH] = (struct bpi_window_run){
+				r.len - (SINK_BATCH - k), r.worker};
+			r.len = SINK_BATCH - k;
+		}
+		credit[r.worker] += r.len;
+		k += r.len;
+	}
+	return k;
+}
+
+/*
+ * File the jobs from `worker`'s egress ring, then deliver the runs from
+ * next_seq on, crediting each job's worker once per delivery and waking
+ * it. Returns whether `worker` was woken, so that the caller need not wake
+ * it again.
  */
 static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
-			    unsigned n, unsigned worker, uint64_t *credit,
-			    struct bp_job **out)
+			    unsigned n, unsigned worker, uint64_t *credit)
 {
-	struct bp_job **window = p->window;
-	const uint32_t *who = p->window_worker;
-	const uint64_t mask = p->window_mask;
-	/* locals: stores through window and credit could alias p's fields */
-	uint64_t next = p->next_seq;
-	unsigned k = 0;
 	bool woke = false, by_delivery = p->stages[0].by_delivery;
 
-	/* the seqs are in the jobs' lines: fetch them all first (deliver) */
-	for (unsigned i = 0; i < n; i++)
+	/* the seqs are in the jobs' lines, last written on a worker's core:
+	 * ask for them ahead, as deliver() does (jobs has spare entries) */
+	for (unsigned i = 0; i < SINK_AHEAD && i < n; i++)
 		__builtin_prefetch(jobs[i], 0, 3);
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t seq = jobs[i]->seq, at = seq & mask;
+	for (unsigned i = 0, e; i < n; i = e) {
+		/* the run of consecutive seqs from jobs[i] (one that crosses
+		 * the seq space's wrap is two) */
+		uint64_t seq = jobs[i]->seq, want = seq + 1;
 
-		/* every seq in flight is in [next, next + window size) */
-		if (((seq - next) & SEQ_MASK) > mask || window[at]) {
-			refuse_repeat(p, jobs[i], worker, credit);
-			continue;
+		for (e = i + 1; e < n; e++, want++) {
+			__builtin_prefetch(jobs[e + SINK_AHEAD], 0, 3);
+			if (jobs[e]->seq != want)
+				break;
 		}
-		window[at] = jobs[i];
-		p->window_worker[at] = worker; /* whom to credit on delivery */
+		file_run(p, jobs + i, e - i, seq, worker, credit);
 	}
 	for (;;) {
-		uint32_t run_worker = 0, run = 0;
+		uint64_t at = p->next_seq & p->window_mask;
+		unsigned k = take_runs(p, credit);
 
-		/*
-		 * Take the run that starts at next. Credit is counted per run
-		 * of one worker's jobs, not per job: a counter bumped per job
-		 * would chain every job through a store and a reload.
-		 */
-		while (k < SINK_BATCH) {
-			struct bp_job *j = window[next & mask];
-
-			if (!j || j->seq != next)
-				break;
-			window[next & mask] = NULL;
-			out[k++] = j;
-			if (who[next & mask] != run_worker) {
-				credit[run_worker] += run;
-				run_worker = who[next & mask];
-				run = 0;
-			}
-			run++;
-			next = (next + 1) & SEQ_MASK;
-		}
-		credit[run_worker] += run;
-		p->next_seq = next;
 		if (k == 0)
 			return woke;
-		deliver(p, out, k);
+		deliver(p, p->window + at, k);
+		/* after the callback, which was handed these entries */
+		memset(p->window + at, 0, k * sizeof(*p->window));
+		p->next_seq = (p->next_seq + k) & SEQ_MASK;
 		for (unsigned w = 0; w < p->nworkers; w++) {
 			if (!credit[w])
 				continue;
@@ -224,9 +314,6 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 			wake_worker(p, w);
 			woke |= w == worker;
 		}
-		if (k < SINK_BATCH)
-			return woke; /* the run ended at a gap */
-		k = 0;
 	}
 }
 
@@ -253,7 +340,6 @@ void *bpi_sink_main(void *arg)
 	struct bp_pipeline *p = arg;
 	/* zeroed once: deliver()'s look-ahead reads past n (SINK_AHEAD) */
 	struct bp_job *buf[SINK_BATCH + SINK_AHEAD] = {0};
-	struct bp_job *out[SINK_BATCH + SINK_AHEAD] = {0};
 	uint64_t *credit = p->sink_credit;
 	bool *ended = p->sink_ended;
 	unsigned open = p->nworkers;
@@ -280,9 +366,8 @@ void *bpi_sink_main(void *arg)
 
 				progress++;
 				if (p->cfg.ordered)
-					woke = deliver_ordered(p, buf,
-							       (unsigned)n, i,
-							       credit, out);
+					woke = deliver_ordered(
+						p, buf, (unsigned)n, i, credit);
 				else
 					deliver(p, buf, (unsigned)n);
 				if (!woke) /* room in its egress ring */

@@ -216,6 +216,13 @@ static int pb_set_sweep_only(struct bench_args *a, const char *arg)
 	return 0;
 }
 
+static int pb_set_ordered(struct bench_args *a, const char *arg)
+{
+	(void)arg;
+	((struct pb_opts *)a->ctx)->sweep_ordered = 1;
+	return 0;
+}
+
 static int pb_set_no_warmup(struct bench_args *a, const char *arg)
 {
 	(void)arg;
@@ -273,9 +280,12 @@ static const struct bench_opt pb_options[] = {
 	 "1,32); with --sweep-only, every pipeline of the sweep is\n"
 	 "such a chain (for scripts/instructions.py --stages N)"},
 	{"sweep-only", NULL, pb_set_sweep_only,
-	 "only workers x batches x waits, unordered: no ordered,\n"
-	 "ring, work, plain or headline points (for profiling one\n"
-	 "point)"},
+	 "only workers x batches x waits (unordered unless\n"
+	 "--ordered): no ring, work, plain or headline points (for\n"
+	 "profiling one point)"},
+	{"ordered", NULL, pb_set_ordered,
+	 "with --sweep-only: the sweep's pipelines deliver in order\n"
+	 "(for scripts/instructions.py --ordered)"},
 	{"no-warmup", NULL, pb_set_no_warmup,
 	 "skip the unrecorded warm-up run (W=2, B=32) before the\n"
 	 "sweep, so that a profile holds only the points asked for\n"
@@ -361,6 +371,9 @@ static int pb_parse(int argc, char **argv, struct pb_opts *o)
 	if (o->pool < 2 * PB_HEAD_B)
 		return bench_usage_error(&o->a, "--pool must be >= %u",
 					 2 * PB_HEAD_B);
+	if (o->sweep_ordered && !o->sweep_only)
+		return bench_usage_error(&o->a, "--ordered needs --sweep-only "
+						"(the full run measures both)");
 	if (o->stages > 1 && !o->sweep_only) {
 		if (o->a.csv || o->a.json || o->a.out)
 			return bench_usage_error(

@@ -96,7 +96,8 @@ static void pb_print_grid(FILE *f, const struct pb_opts *o,
 
 				cell(r,
 				     pb_find(r, PB_PIPE, o->workers[wk],
-					     o->batches[b], w, false),
+					     o->batches[b], w,
+					     o->sweep_only && o->sweep_ordered),
 				     buf, sizeof(buf));
 				fprintf(f, "  %s", buf);
 			}
@@ -123,9 +124,10 @@ static void pb_print_grids(FILE *f, const struct pb_report *rep)
 	fprintf(f, "load average at end:   %s\n", rep->load1);
 	fprintf(f,
 		"\nTrivial jobs (the stage writes a result and completes), "
-		"unordered.\n"
+		"%s.\n"
 		"Median M jobs/s end to end (producers' first submit .. drain "
-		"returned); [min-max]\n");
+		"returned); [min-max]\n",
+		o->sweep_only && o->sweep_ordered ? "ordered" : "unordered");
 	pb_print_grid(f, o, r, 21, pb_cell_mjobs);
 	fprintf(f,
 		"\nLatency submit -> sink under that load, from "

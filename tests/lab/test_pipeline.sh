@@ -58,6 +58,16 @@ counts=$(check_csv "$tmp/o2/sweep.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
 [ "$counts" = "2 0 0 0" ] ||
 	fail "rows per block of sweep.csv: $counts, expected 2 0 0 0"
 
+# --ordered: the sweep's pipelines deliver in order (instructions.py)
+"$BPBENCH" pipeline --quick --sweep-only --ordered --no-latency --runs 1 \
+	--ms 5 --workers 1 --batches 8 --waits sleep --csv >"$tmp/ord.csv" \
+	2>"$tmp/err" || fail "pipeline --ordered exited $?: $(tail -3 "$tmp/err")"
+grep -q 'every run verified' "$tmp/err" || fail "--ordered: not verified"
+[ "$(grep -c '^2,1,8,sleep,1,0,' "$tmp/ord.csv")" = 1 ] ||
+	fail "--ordered: no ordered sweep row: $(head -3 "$tmp/ord.csv")"
+! grep -q '^2,1,8,sleep,0,' "$tmp/ord.csv" ||
+	fail "--ordered: an unordered sweep row"
+
 # the plain variant (pipeline/plain.c) once, tiny, every run verified like
 # the pipeline's: its table, its headline lines and its rows; and none of
 # it with --no-plain
@@ -108,7 +118,7 @@ done
 
 for bad in "--bogus" "--runs 0" "--workers" "--waits spin" \
 	"--batches 4096 --pool 4096" "--pool 10" "--cpus 99999" "stray" \
-	"--stages 9" "--stages 2 --csv"; do
+	"--stages 9" "--stages 2 --csv" "--ordered"; do
 	# shellcheck disable=SC2086 # the words are the arguments
 	"$BPBENCH" pipeline $bad >/dev/null 2>"$tmp/err"
 	rc=$?
@@ -118,7 +128,7 @@ done
 "$BPBENCH" pipeline --help >"$tmp/help" || fail "--help exited $?"
 for opt in --runs --ms --producers --workers --batches --waits --work-ns \
 	--pool --lat-ms --wake-samples --wake-gap-us --idle-ms --no-latency \
-	--no-plain --sweep-only --no-warmup --stages --pin --inflight --ingress --egress --spin-ns --yields \
+	--no-plain --sweep-only --ordered --no-warmup --stages --pin --inflight --ingress --egress --spin-ns --yields \
 	--cpus --seed --quick --csv --out --name --help; do
 	grep -q -- "^  $opt\b" "$tmp/help" || fail "--help does not list $opt"
 done
