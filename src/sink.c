@@ -21,7 +21,9 @@
  */
 #include <errno.h>
 #include <string.h>
-#ifdef __SSE2__
+/* window_free's vector form: 8-byte pointers, two to a 16-byte load */
+#if defined(__SSE2__) && defined(__x86_64__) && defined(__LP64__)
+#define WINDOW_SSE2 1
 #include <emmintrin.h>
 #endif
 
@@ -59,7 +61,7 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 	/*
 	 * Each job's line was last written on a worker's core: ask for it
 	 * SINK_AHEAD jobs early, so the transfers overlap instead of queueing
-	 * (jobs has SINK_AHEAD spare entries past n, see above).
+	 * (jobs has SINK_AHEAD spare entries past n: pipeline_internal.h).
 	 */
 	for (unsigned i = 0; i < SINK_AHEAD && i < n; i++)
 		__builtin_prefetch(jobs[i], 0, 3);
@@ -162,7 +164,7 @@ static inline bool window_free(struct bp_job *const *w, unsigned n)
 	uintptr_t any = 0;
 	unsigned i = 0;
 
-#ifdef __SSE2__
+#ifdef WINDOW_SSE2
 	/* four entries per two 16-byte loads: the sink's own memory */
 	__m128i v = _mm_setzero_si128();
 
@@ -182,7 +184,8 @@ static inline bool window_free(struct bp_job *const *w, unsigned n)
 
 /*
  * File one job. A job whose seq is already in the window, or outside it
- * (behind next_seq: delivered), is refused as a repeat.
+ * (behind next_seq: delivered; or further ahead than any seq in flight
+ * can be), is refused as a repeat.
  */
 static void file_job(struct bp_pipeline *p, struct bp_job *j, unsigned worker,
 		     uint64_t *credit)
@@ -211,6 +214,10 @@ static void file_run(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	uint64_t at = seq & mask, off = (seq - p->next_seq) & SEQ_MASK;
 	unsigned first = n, rest = 0;
 
+	if (n == 1) { /* jobs completed out of order come one by one */
+		file_job(p, jobs[0], worker, credit);
+		return;
+	}
 	if (at + n > mask + 1) {
 		first = (unsigned)(mask + 1 - at);
 		rest = n - first;
