@@ -359,11 +359,11 @@ static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
  * cache miss when they are busy, so it is read only when a reservation
  * [pos, pos + k) crosses a multiple of 2^hwm_shift positions: once per
  * min(256, capacity / 8) items, and on every operation at least that big.
+ * The sampling test is inline (a one-item publication pays a shift and a
+ * compare, not a call); the sample is out of line.
  */
-static void note_high_water(struct bp_ring *r, uint64_t pos, unsigned k)
+static __attribute__((noinline, cold)) void sample_high_water(struct bp_ring *r)
 {
-	if (((pos - 1) ^ (pos + k - 1)) >> r->hwm_shift == 0)
-		return;
 	/* relaxed: the mark is statistics, a snapshot is what it promises */
 	uint64_t used =
 		((atomic_load_explicit(&r->prod_head, memory_order_relaxed) &
@@ -378,6 +378,12 @@ static void note_high_water(struct bp_ring *r, uint64_t pos, unsigned k)
 				     &r->hwm, &old, used, memory_order_relaxed,
 				     memory_order_relaxed))
 		;
+}
+
+static inline void note_high_water(struct bp_ring *r, uint64_t pos, unsigned k)
+{
+	if (((pos - 1) ^ (pos + k - 1)) >> r->hwm_shift != 0)
+		sample_high_water(r);
 }
 
 static BP_ALWAYS_INLINE int enqueue(struct bp_ring *r, void *const *items,
