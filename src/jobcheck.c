@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bpi_bad_job_pointers for long batches (src/jobcheck.h says how the check
- * works): eight pointers a step in AVX2 where the CPU has it, chosen once
- * when the library is loaded, else the inline SSE2 form. Out of line: the
- * call costs less than the AVX2 form saves from BPI_JOBCHECK_WIDE jobs on.
+ * works): eight pointers a step in AVX2 where the CPU has it, else the
+ * inline SSE2 form. Out of line: the call costs less than the AVX2 form
+ * saves from BPI_JOBCHECK_WIDE jobs on. Which form is a flag set once when
+ * the library is loaded (a branch, not a writable function pointer); until
+ * then, SSE2.
  */
 #include "src/jobcheck.h"
 
 #if defined(__x86_64__) && defined(__LP64__)
 #include <immintrin.h>
 
-static bool bad_wide_sse2(struct bp_job *const *jobs, unsigned n)
-{
-	return bpi_bad_job_pointers_sse2(jobs, n);
-}
+/* set once by jobcheck_init, before main; read-only after */
+static bool have_avx2;
 
 /* The same two facts as the SSE2 form: bit 0 ORed (odd), and the top bit
  * of the predecessors ORed (NULL), eight pointers per two 32-byte loads. */
@@ -44,14 +44,22 @@ bad_wide_avx2(struct bp_job *const *jobs, unsigned n)
 	return i < n && bpi_bad_job_pointers_sse2(jobs + i, n - i);
 }
 
-bool (*bpi_bad_job_pointers_wide)(struct bp_job *const *,
-				  unsigned) = bad_wide_sse2;
+bool bpi_bad_job_pointers_wide(struct bp_job *const *jobs, unsigned n)
+{
+	return have_avx2 ? bad_wide_avx2(jobs, n)
+			 : bpi_bad_job_pointers_sse2(jobs, n);
+}
 
-/* At load time, before any caller: GCC's CPU model is set up first. */
+bool bpi_jobcheck_avx2(void)
+{
+	return have_avx2;
+}
+
+/* At load time (GCC's CPU model set up first): a caller in an earlier
+ * constructor of a static program gets the SSE2 form, as correct. */
 __attribute__((constructor)) static void jobcheck_init(void)
 {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2"))
-		bpi_bad_job_pointers_wide = bad_wide_avx2;
+	have_avx2 = __builtin_cpu_supports("avx2");
 }
 #endif

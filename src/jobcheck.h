@@ -32,8 +32,10 @@ typedef uintptr_t bpi_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
 #define BPI_JOBCHECK_WIDE 16
 
 /* The long batches' check: SSE2, or AVX2 where the CPU has it. */
-extern bool (*bpi_bad_job_pointers_wide)(struct bp_job *const *jobs,
-					 unsigned n);
+bool bpi_bad_job_pointers_wide(struct bp_job *const *jobs, unsigned n);
+
+/* Whether the wide check runs its AVX2 form (for tests). */
+bool bpi_jobcheck_avx2(void);
 
 /* The SSE2 form, for any n (the wide check's fallback and tail). */
 static inline bool bpi_bad_job_pointers_sse2(struct bp_job *const *jobs,
