@@ -335,7 +335,11 @@ static BP_ALWAYS_INLINE int reserve(struct bp_ring *r, unsigned n, bool bulk,
 	return (int)k;
 }
 
-/* Store k items at positions pos.. (the publication, see (1)). */
+/*
+ * Store k items at positions pos.. (the publication, see (1)). A run of
+ * up to LEAF_MAX that does not wrap goes as the fast paths' leaf runs do
+ * (one item in a straight line), not through the wide runs' call.
+ */
 static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 				     void *const *items, unsigned k)
 {
@@ -346,7 +350,10 @@ static BP_ALWAYS_INLINE void publish(struct bp_ring *r, uint64_t pos,
 	/* release: item contents before the slot stores; pairs with (1) */
 	batch_release_fence();
 	if (likely(k <= first)) {
-		store_run(&r->slots[idx], items, k, tag);
+		if (k <= LEAF_MAX)
+			leaf_store(&r->slots[idx], items, k, tag);
+		else
+			store_run(&r->slots[idx], items, k, tag);
 		return;
 	}
 	store_run(&r->slots[idx], items, first, tag);

@@ -408,14 +408,36 @@ static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 }
 
 /*
+ * The pipeline's way in: reserve n, publish them, and exactly those n come
+ * out, in order (a burst of up to 16 would also take a slot written past
+ * them with this lap's tag).
+ */
+static void leaf_publish(struct bp_ring *r, uint64_t *next, unsigned n)
+{
+	void *v[10], *out[16];
+	uint64_t pos;
+
+	fill_seq(v, n, *next);
+	assert_int_equal(bpi_ring_reserve_burst(r, n, &pos), (int)n);
+	bpi_ring_publish(r, pos, v, n);
+	check_occupancy(r, n);
+	assert_int_equal(bp_ring_dequeue_burst(r, out, 16, NULL), (int)n);
+	check_seq(out, n, *next);
+	check_occupancy(r, 0);
+	*next += n;
+}
+
+/*
  * The fast paths' runs of every small size (the inline leaf runs go four,
  * then two slots at a time, one item alone; 9 and 10 take the wide runs),
  * with the head at every slot of the array: partial runs (leaf_holes: p
  * of n put, then b more ready after the hole, b up to what keeps n + b a
  * leaf run, so the hole falls at every place of a run of up to 8; one
  * thread may hold two reservations in any mode), a copying enqueue of n
- * and its dequeue, and an odd item anywhere in an enqueue of n, refused
- * with nothing enqueued.
+ * and its dequeue, the pipeline's reservation and publication of n
+ * (bpi_ring_reserve_burst, bpi_ring_publish: leaf runs too, those that
+ * wrap the array excepted), and an odd item anywhere in an enqueue of n,
+ * refused with nothing enqueued.
  */
 static void test_leaf_runs(void **state)
 {
@@ -446,6 +468,8 @@ static void test_leaf_runs(void **state)
 					 (int)n);
 			leaf_take_all(r, n, next);
 			next += n;
+			leaf_align(r, &next, slot);
+			leaf_publish(r, &next, n);
 			for (unsigned bad = 0; bad < n; bad++) {
 				fill_seq(v, n, next);
 				v[bad] = (void *)((uintptr_t)v[bad] | 1);
