@@ -222,9 +222,9 @@ static void file_run(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		first = (unsigned)(mask + 1 - at);
 		rest = n - first;
 	}
-	/* every seq in flight is in [next_seq, next_seq + window size) */
-	if (off > mask || off + n - 1 > mask ||
-	    !window_free(p->window + at, first) ||
+	/* every seq in flight is in [next_seq, next_seq + window size): the
+	 * run's last is (off < 2^63, so off + n - 1 does not wrap) */
+	if (off + n - 1 > mask || !window_free(p->window + at, first) ||
 	    !window_free(p->window, rest)) {
 		for (unsigned i = 0; i < n; i++)
 			file_job(p, jobs[i], worker, credit);

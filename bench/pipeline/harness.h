@@ -63,7 +63,8 @@ struct pb_opts {
 	int nwaits;
 	int pin, latency, sweep_only, plain;
 	int warmup; /* the unrecorded run before the sweep */
-	int sweep_ordered; /* --ordered: the sweep's pipelines are ordered */
+	int sweep_ordered; /* --ordered (with --sweep-only, checked): the
+			    * sweep's pipelines are ordered */
 	unsigned stages; /* --stages: each pipeline a chain of this many */
 	int workers_set, batches_set; /* given: --stages keeps them */
 	int lat_set, wake_set, idle_set; /* given: --quick leaves them */

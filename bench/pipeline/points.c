@@ -36,8 +36,7 @@ void pb_build_points(const struct pb_opts *o, struct pb_results *r)
 		for (int b = 0; b < o->nbatches; b++)
 			for (int i = 0; i < o->nwaits; i++)
 				pb_add(r, PB_PIPE, o->workers[w], o->batches[b],
-				       o->waits[i],
-				       o->sweep_only && o->sweep_ordered);
+				       o->waits[i], o->sweep_ordered);
 	if (o->sweep_only)
 		return;
 	for (int b = 0; b < o->nbatches; b++) {

@@ -97,7 +97,7 @@ static void pb_print_grid(FILE *f, const struct pb_opts *o,
 				cell(r,
 				     pb_find(r, PB_PIPE, o->workers[wk],
 					     o->batches[b], w,
-					     o->sweep_only && o->sweep_ordered),
+					     o->sweep_ordered),
 				     buf, sizeof(buf));
 				fprintf(f, "  %s", buf);
 			}
@@ -127,7 +127,7 @@ static void pb_print_grids(FILE *f, const struct pb_report *rep)
 		"%s.\n"
 		"Median M jobs/s end to end (producers' first submit .. drain "
 		"returned); [min-max]\n",
-		o->sweep_only && o->sweep_ordered ? "ordered" : "unordered");
+		o->sweep_ordered ? "ordered" : "unordered");
 	pb_print_grid(f, o, r, 21, pb_cell_mjobs);
 	fprintf(f,
 		"\nLatency submit -> sink under that load, from "
