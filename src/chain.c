@@ -156,6 +156,8 @@ static int create_worker(struct bp_pipeline *p, struct bpi_stage *st,
 	w->p = p;
 	w->st = st;
 	w->in = st->in;
+	w->lanes = st->index == 0 && p->nlanes > 1;
+	w->lane_next = i; /* the workers start spread over the lanes */
 	w->id = i;
 	w->gid = st->first + i;
 	w->cpu = st->ncpus ? st->cpus[i % st->ncpus] : -1;

@@ -37,7 +37,7 @@ int bpi_claim_submit(struct bp_producer *pr, uint64_t h, uint64_t t, bool wait,
 	while (h < t) {
 		unsigned at = (unsigned)(h & pr->mask);
 		uint64_t run = pr->cap - at < t - h ? pr->cap - at : t - h;
-		int rc = bp_pipeline_submit(pr->p, pr->slots + at,
+		int rc = bpi_submit_lane(pr->p, pr->lane, pr->slots + at,
 					    (unsigned)run, flags, timeout_ns);
 
 		if (rc < 0)

@@ -183,6 +183,39 @@ static int check_stages(const struct bp_pipeline_config *c)
 	return 0;
 }
 
+/*
+ * Ingress lanes: seqs are unique but not dense (pipeline.h), and what
+ * needs them dense in submission order refuses them: the ordered sink's
+ * window and a serial stage's order buffer would wait for seqs that no
+ * lane is about to hand out.
+ */
+static int check_lanes(const struct bp_pipeline_config *c)
+{
+	unsigned n = c->ingress_lanes;
+
+	if (n <= 1)
+		return 0;
+	if (n > BP_MAX_LANES || (n & (n - 1)))
+		return invalid(c, "ingress_lanes (0, 1, or a power of two up "
+				  "to 64)");
+	if (c->ordered)
+		return invalid(c, "ingress_lanes (more than one with ordered "
+				  "output: seqs per lane are not submission "
+				  "order)");
+	for (unsigned k = 0; k < c->n_stages; k++)
+		if (c->stages[k].flags & BP_STAGE_SERIAL) {
+			char msg[120];
+
+			snprintf(msg, sizeof(msg),
+				 "ingress_lanes (more than one with a serial "
+				 "stage, stages[%u]: seqs per lane are not "
+				 "submission order)",
+				 k);
+			return invalid(c, msg);
+		}
+	return 0;
+}
+
 int bpi_config_check(const struct bp_pipeline_config *c)
 {
 	int rc;
@@ -213,8 +246,12 @@ int bpi_config_check(const struct bp_pipeline_config *c)
 			return invalid(c, "reserved_ (not zero: a field of a "
 					  "later version, or not built with "
 					  "bp_pipeline_config_init)");
+	if (c->reserved32_)
+		return invalid(c, "reserved32_ (not zero: a field of a later "
+				  "version, or not built with "
+				  "bp_pipeline_config_init)");
 	rc = check_stages(c);
 	if (rc)
 		return rc;
-	return 0;
+	return check_lanes(c);
 }

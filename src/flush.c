@@ -21,7 +21,14 @@ void bpi_flush_sink_adopt(struct bp_pipeline *p, struct bpi_flush *f,
 	 * delivered so far, was reserved before this look: below the mark.
 	 * The acquire that read req orders the look after their submits.
 	 */
-	f->mark = bpi_ring_reserved_pos(p->ingress, &f->target);
+	f->target = 0;
+	for (unsigned i = 0; i < p->nlanes; i++) {
+		uint64_t n;
+
+		f->mark[i] = bpi_ring_reserved_pos(p->lanes[i].ring, &n) &
+			     (SEQ_MASK >> f->lane_bits);
+		f->target += n;
+	}
 	f->below = f->delivered;
 	f->open = true;
 	if (f->below >= f->target)

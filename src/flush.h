@@ -12,6 +12,8 @@
  *    producers have reserved (every job accepted so far, and every job it
  *    has delivered, is below that mark), then counts the jobs it delivers
  *    below the mark until all of them are through (req / done below).
+ *    With ingress lanes, a mark per lane, and a seq is below the mark of
+ *    its lane (src/lanes.h).
  *
  * The sink's side costs it one load per loop while nobody flushes, and a
  * compare per job while a flush is open.
@@ -25,6 +27,7 @@
 #include <stdint.h>
 
 #include <batchpipe/job.h>
+#include <batchpipe/pipeline.h> /* BP_MAX_LANES */
 #include <batchpipe/ring.h> /* BP_FALSE_SHARING */
 
 #include "src/waitq.h"
@@ -41,7 +44,9 @@ struct bpi_flush {
 	/* the sink's own, from here on */
 	alignas(BP_FALSE_SHARING) uint64_t adopted; /* request being answered */
 	bool open;	    /* a mark is set, not yet reached */
-	uint64_t mark;	    /* seqs below it (modulo the seq space) count */
+	unsigned lane_bits; /* the pipeline's (src/lanes.h), set by create */
+	/* per lane: lane positions below it (modulo their space) count */
+	uint64_t mark[BP_MAX_LANES];
 	uint64_t target;    /* jobs below the mark */
 	uint64_t below;	    /* of them, delivered */
 	uint64_t delivered; /* every job the sink has delivered */
@@ -75,10 +80,12 @@ void bpi_flush_sink_done(struct bpi_flush *f);
 
 /*
  * deliver()'s part, before the sink callback (which may recycle the jobs):
- * count n jobs about to be delivered, those below the mark apart. seq <
- * mark in the seq space modulo 2^63: (mark - 1 - seq) lands in the lower
- * half. Returns whether the mark is reached: the caller answers with
- * bpi_flush_sink_done() once the callback has returned.
+ * count n jobs about to be delivered, those below the mark apart. A seq is
+ * its lane position << lane_bits | its lane; the position is below its
+ * lane's mark in their space, the seq space >> lane_bits: (mark - 1 -
+ * position) lands in the lower half. Returns whether the mark is reached:
+ * the caller answers with bpi_flush_sink_done() once the callback has
+ * returned.
  */
 static inline bool bpi_flush_count(struct bpi_flush *f,
 				   struct bp_job *const *jobs, unsigned n,
@@ -87,9 +94,16 @@ static inline bool bpi_flush_count(struct bpi_flush *f,
 	f->delivered += n;
 	if (__builtin_expect(!f->open, 1))
 		return false;
-	for (unsigned i = 0; i < n; i++)
-		f->below += ((f->mark - 1 - jobs[i]->seq) & seq_mask) <
-			    (seq_mask >> 1);
+	const unsigned bits = f->lane_bits;
+	const uint64_t lanes = (UINT64_C(1) << bits) - 1;
+	const uint64_t space = seq_mask >> bits;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t seq = jobs[i]->seq;
+
+		f->below += ((f->mark[seq & lanes] - 1 - (seq >> bits)) &
+			     space) < (space >> 1);
+	}
 	return f->below >= f->target;
 }
 

@@ -131,10 +131,11 @@ static bool force_owes(struct bp_pipeline *p, struct bp_producer *pr,
  * due (or owed to a flush round). *next: the earliest deadline still
  * ahead (-1: none). Returns whether to walk again at once (a claim took
  * time, or a handle changed under the look). Sets *claimed after a claim,
- * fl->force_left when a flush round is owed jobs.
+ * fl->force_left when a flush round is owed jobs, *full to the ingress
+ * lane of the first handle whose submit found it full.
  */
 static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
-		 bool *claimed, bool *full)
+		 bool *claimed, struct bpi_lane **full)
 {
 	struct bpi_flusher *fl = &p->fl;
 	int64_t now = bpi_now_ns();
@@ -192,7 +193,8 @@ static bool walk(struct bp_pipeline *p, bool claim, int64_t *next,
 			again = true; /* the owner or drain got there first */
 			continue;
 		}
-		*full |= flusher_submit(p, pr, h);
+		if (flusher_submit(p, pr, h) && !*full)
+			*full = pr->lane;
 		*claimed = true;
 		again = true;
 	}
@@ -264,7 +266,8 @@ static void *flusher_main(void *arg)
 	/* acquire: pairs with the release in bpi_flusher_close */
 	while (!atomic_load_explicit(&fl->stop, memory_order_acquire)) {
 		int64_t next, next2;
-		bool full = false, again;
+		struct bpi_lane *full = NULL;
+		bool again;
 		uint32_t key;
 
 		force_begin(fl);
@@ -289,7 +292,7 @@ static void *flusher_main(void *arg)
 			 * held. relaxed: any recent batch size will do */
 			if (full)
 				bpi_ingress_wait(
-					p, 1,
+					p, full, 1,
 					atomic_load_explicit(
 						&p->live_max_batch,
 						memory_order_relaxed),
@@ -576,7 +579,8 @@ static int drain_handle(struct bp_pipeline *p, struct bp_producer *pr,
 					? (unsigned)(end - h - done)
 					: UINT_MAX;
 
-		if (bpi_ingress_wait(p, jobs, jobs, left) == -ETIMEDOUT &&
+		if (bpi_ingress_wait(p, pr->lane, jobs, jobs, left) ==
+			    -ETIMEDOUT &&
 		    left == STALL_REPORT_NS)
 			bpi_log(&p->log, BP_LOG_WARN,
 				"drain: %llu job(s) staged in a producer "

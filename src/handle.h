@@ -15,6 +15,7 @@
 struct bp_producer {
 	/* the owner's line: written per job by the owner only */
 	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
+	struct bpi_lane *lane;	   /* its ingress lane (src/lanes.h) */
 	struct bp_job **slots;	   /* cap entries, position & mask */
 	_Atomic int64_t *stage_ns; /* staging time of each slot's job */
 	unsigned cap, mask;	   /* cap: a power of two >= max_inflight */

@@ -22,7 +22,7 @@
 void bpi_pipeline_free(struct bp_pipeline *p)
 {
 	bpi_chain_free(p);
-	bp_ring_destroy(p->ingress);
+	bpi_lanes_free(p);
 	free(p->sink_ended);
 	free(p->sink_credit);
 	bpi_free_aligned(p, sizeof(*p), BP_FALSE_SHARING);
@@ -59,21 +59,9 @@ int bp_pipeline_create(const struct bp_pipeline_config *c,
 	 */
 	bpi_waitq_set_waker_fences(&p->sink_wq);
 	bpi_waitq_set_waker_fences(&p->gate_wq);
-	rc = bp_ring_create(c->ingress_capacity, BP_RING_HWM, &p->ingress);
+	rc = bpi_lanes_create(p, c);
 	if (rc)
 		goto fail;
-	bpi_waitq_set_waker_fences(bpi_ring_not_empty(p->ingress));
-	/*
-	 * Idle workers are interchangeable: a publication wakes one, and a
-	 * worker that leaves ready jobs behind wakes the next (take_batch).
-	 * Waking them all made a herd: with 16 sleeping workers on 2 cores
-	 * every batch woke 16 threads and 15 went back to sleep.
-	 */
-	bpi_waitq_set_wake_one(bpi_ring_not_empty(p->ingress));
-	bpi_waitq_set_waker_fences(bpi_ring_not_full(p->ingress));
-	/* relaxed: before any thread of the pipeline exists */
-	atomic_store_explicit(&p->room_need, ROOM_NOBODY,
-			      memory_order_relaxed);
 	rc = bpi_chain_create(p, c);
 	if (rc)
 		goto fail;
@@ -192,7 +180,7 @@ int bp_pipeline_start(struct bp_pipeline *p)
 	atomic_store_explicit(&p->start_go, rc ? -1 : 1, memory_order_release);
 	bpi_waitq_wake_all_slow(&p->start_wq);
 	if (rc) {
-		bp_ring_close(p->ingress); /* no submit may slip in */
+		bpi_lanes_close(p); /* no submit may slip in */
 		bpi_join_workers(p);
 		/*
 		 * Workers closed their egress rings on the way out: the

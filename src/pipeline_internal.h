@@ -20,6 +20,7 @@
 #include "src/base/log.h"
 #include "src/flush.h"
 #include "src/flusher.h"
+#include "src/lanes.h"
 #include "src/ring_internal.h"
 #include "src/waitq.h"
 
@@ -39,7 +40,8 @@
  */
 #define STAGE_MARK(k) (JOB_SUBMITTED + ((uint32_t)(k) << 24))
 
-/* The pipeline's seqs are ingress positions: they wrap with them. */
+/* The pipeline's seqs are ingress positions (with lanes: src/lanes.h):
+ * they wrap with them. */
 #define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /*
@@ -114,6 +116,10 @@ struct bp_worker {
 	alignas(BP_FALSE_SHARING) struct bp_pipeline *p;
 	struct bpi_stage *st; /* its stage */
 	struct bp_ring *in;   /* st->in */
+	/* stage 0 with ingress lanes: takes from p->lanes, not `in` alone,
+	 * from lane_next on (src/lanes.h) */
+	bool lanes;
+	unsigned lane_next;
 	unsigned id;	      /* within its stage (bp_worker_id) */
 	unsigned gid;	      /* within p->workers */
 	int cpu; /* -1: not pinned */
@@ -186,7 +192,11 @@ struct bp_pipeline {
 	/* validated copy; cfg.stage, max_batch, max_inflight: stage 0's */
 	struct bp_pipeline_config cfg;
 	struct bpi_logger log; /* cfg.log, cfg.log_ctx */
-	struct bp_ring *ingress;
+	struct bp_ring *ingress; /* lane 0's ring (the only one by default) */
+	struct bpi_lane *lanes;	 /* src/lanes.h */
+	unsigned nlanes;	 /* a power of two, 1 by default */
+	unsigned lane_bits;	 /* log2(nlanes): a seq's lane bits */
+	struct bpi_waitq *intake_wq; /* lane 0's not-empty (src/lanes.h) */
 	struct bpi_stage *stages; /* the chain, nstages of them */
 	unsigned nstages;
 	struct bp_worker *workers; /* every stage's, stage by stage */
@@ -243,14 +253,6 @@ struct bp_pipeline {
 	bpi_counter st_repeats; /* completions the sink refused (seq seen) */
 	bpi_counter st_lat[BP_LAT_BUCKETS];
 
-	/*
-	 * Room in ingress (src/submit.c): the smallest count of free slots a
-	 * thread waiting for room waits for, ROOM_NOBODY when none says.
-	 * Written by waiters and by the worker that wakes them, read by every
-	 * worker's take: a line of its own.
-	 */
-	alignas(BP_FALSE_SHARING) _Atomic unsigned room_need;
-
 	/* the gate (see above): jobs the sink delivered, mod 2^63; stage
 	 * 0's workers read it, the sink writes it: a line of its own */
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t gate_delivered;
@@ -306,35 +308,40 @@ struct bpi_window_run {
 	uint32_t worker;
 };
 
-/* room_need when no thread waits for room in ingress */
-#define ROOM_NOBODY UINT_MAX
-
 /* How long a waiter for room waits for more than it needs (src/submit.c). */
 #define ROOM_LOW_WATER_NS INT64_C(1000000)
 
 /*
- * Wait until ingress has room for `want` jobs, or after ROOM_LOW_WATER_NS
- * for `need` (both clamped to 1..half the ring: see src/submit.c), or
- * intake is closed, as the producers' wait policy says; timeout_ns < 0: no
- * limit. Returns > 0, -ETIMEDOUT or -EINTR. Holds no room: the caller
- * reserves after it, and may find less (other producers took it) or, after
- * -ETIMEDOUT, some.
+ * Wait until ingress lane l has room for `want` jobs, or after
+ * ROOM_LOW_WATER_NS for `need` (both clamped to 1..half the lane: see
+ * src/submit.c), or intake is closed, as the producers' wait policy says;
+ * timeout_ns < 0: no limit. Returns > 0, -ETIMEDOUT or -EINTR. Holds no
+ * room: the caller reserves after it, and may find less (other producers
+ * took it) or, after -ETIMEDOUT, some.
  */
-int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
-		     int64_t timeout_ns);
+int bpi_ingress_wait(struct bp_pipeline *p, struct bpi_lane *l, unsigned need,
+		     unsigned want, int64_t timeout_ns);
 
 /* The waker's half of bpi_ingress_wait, out of line (src/submit.c). */
-void bpi_ingress_wake(struct bp_pipeline *p);
+void bpi_ingress_wake(struct bpi_lane *l);
 
 /*
- * After a worker's take from ingress: wake the threads waiting for room once
- * there is as much as one of them waits for. A take that leaves less wakes
+ * Submit n jobs into lane l: bp_pipeline_submit's body, for the calls that
+ * choose the lane (a producer handle's own). Same arguments and returns.
+ */
+int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
+		    struct bp_job **jobs, unsigned n, unsigned flags,
+		    int64_t timeout_ns);
+
+/*
+ * After a worker's take from ingress lane l: wake the threads waiting for
+ * room in it once there is as much as one of them waits for. A take that leaves less wakes
  * nobody, so a waiter sleeps through the takes that would only let it in
  * for one batch and out again. With nobody waiting (the usual case) this is
  * one load of a line nobody writes: the count of free slots, which reads
  * the producers' line, only when somebody waits.
  */
-static inline void bpi_ingress_taken(struct bp_pipeline *p)
+static inline void bpi_ingress_taken(struct bpi_lane *l)
 {
 	/*
 	 * seq_cst: Dekker with room_try's publication of its need (or its
@@ -344,11 +351,11 @@ static inline void bpi_ingress_taken(struct bp_pipeline *p)
 	 * now, after our take: room another take made counts too.
 	 */
 	unsigned need =
-		atomic_load_explicit(&p->room_need, memory_order_seq_cst);
+		atomic_load_explicit(&l->room_need, memory_order_seq_cst);
 
 	if (__builtin_expect(need != ROOM_NOBODY, 0) &&
-	    bp_ring_free_count(p->ingress) >= need)
-		bpi_ingress_wake(p);
+	    bp_ring_free_count(l->ring) >= need)
+		bpi_ingress_wake(l);
 }
 
 void *bpi_worker_main(void *arg);

@@ -98,8 +98,9 @@ static int own_flush(struct bp_producer *pr, unsigned how)
 		/* nothing staged (OWN_CLOSE) */
 	} else if ((h & pr->mask) + (t - h) <= pr->cap) {
 		/* the usual case: one run, no wrap */
-		rc = bp_pipeline_submit(pr->p, pr->slots + (h & pr->mask),
-					(unsigned)(t - h), 0, -1);
+		rc = bpi_submit_lane(pr->p, pr->lane,
+				     pr->slots + (h & pr->mask),
+				     (unsigned)(t - h), 0, -1);
 		done = rc > 0 ? (uint64_t)rc : 0;
 		rc = rc < 0 ? rc : 0;
 		if (rc == 0 && h + done < t) /* partial, then an error */
@@ -387,6 +388,8 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 	pr->slots = malloc(cap * sizeof(*pr->slots));
 	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
 	pr->p = p;
+	/* its own lane, for every submit of its jobs, by any thread */
+	pr->lane = &p->lanes[bpi_lane_of_handle() & (p->nlanes - 1)];
 	pr->claim_seen = CLAIM_STALE;
 	bpi_waitq_init(&pr->claim_wq); /* settles membarrier (waitq.c) */
 	/* settled by the pthread_once in bpi_waitq_init */

@@ -60,7 +60,7 @@ int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 	memset(s, 0, sizeof(*s));
 	/* every job that got a ring position was accepted by bp_pipeline_submit
 	 */
-	s->submitted = bpi_ring_enqueued(p->ingress);
+	s->submitted = bpi_lanes_enqueued(p);
 	s->ok = bpi_stat_get(&p->st_ok);
 	s->failed = bpi_stat_get(&p->st_failed);
 	s->cancelled = bpi_stat_get(&p->st_cancelled);
@@ -76,7 +76,7 @@ int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 		if (hwm > (long)s->egress_high_water)
 			s->egress_high_water = (unsigned)hwm;
 	}
-	s->ingress_high_water = (unsigned)bp_ring_high_water(p->ingress);
+	s->ingress_high_water = (unsigned)bpi_lanes_high_water(p);
 	for (unsigned i = 0; i < BP_LAT_BUCKETS; i++) {
 		s->lat_hist[i] = bpi_stat_get(&p->st_lat[i]);
 		lat_total += s->lat_hist[i];
@@ -91,7 +91,8 @@ int bp_pipeline_get_stats(struct bp_pipeline *p, struct bp_pipeline_stats *s)
 static void stage_sums(const struct bp_pipeline *p, const struct bpi_stage *st,
 		       struct bp_stage_stats *s)
 {
-	long hwm = bp_ring_high_water(st->index ? st->in : p->ingress);
+	long hwm = st->index ? bp_ring_high_water(st->in)
+			     : bpi_lanes_high_water(p);
 
 	memset(s, 0, sizeof(*s));
 	s->workers = st->nworkers;

@@ -140,7 +140,7 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 			"queued for it; ordered: waiting for seq %llu",
 			who, queued ? "behind" : "waiting for the workers",
 			(unsigned long long)delivered,
-			(unsigned long long)bpi_ring_enqueued(p->ingress),
+			(unsigned long long)bpi_lanes_enqueued(p),
 			(unsigned long long)queued,
 			/* relaxed: a snapshot; the sink's count, which in an
 			 * ordered chain is the next seq it delivers */
@@ -152,7 +152,7 @@ static void report_stall(struct bp_pipeline *p, enum bp_log_level lvl,
 			"queued for it, %llu in its reorder window",
 			who, queued ? "behind" : "waiting for the workers",
 			(unsigned long long)delivered,
-			(unsigned long long)bpi_ring_enqueued(p->ingress),
+			(unsigned long long)bpi_lanes_enqueued(p),
 			(unsigned long long)queued, (unsigned long long)window);
 }
 
@@ -276,14 +276,14 @@ static int stop_in(struct bp_pipeline *p, bool abort, int64_t timeout_ns,
 			atomic_store_explicit(&p->handles_stranded, 1,
 					      memory_order_release);
 		/* producers get -EPIPE from here on */
-		bp_ring_close(p->ingress);
+		bpi_lanes_close(p);
 		bpi_flusher_join(p);
 	} else if (st == P_CREATED &&
 		   atomic_compare_exchange_strong_explicit(
 			   &p->state, &st, P_STOPPED, memory_order_acq_rel,
 			   memory_order_acquire)) {
 		/* never started: nothing was submitted */
-		bp_ring_close(p->ingress);
+		bpi_lanes_close(p);
 		bpi_waitq_wake_all_slow(&p->stop_wq);
 		return 0;
 	}

@@ -5,6 +5,8 @@
  * each job with its position as seq, and publishes them (bpi_ring_publish).
  * A reservation is a commitment (nothing is handed back), so every job is
  * checked first, seqs are dense and the ordered sink never waits for a gap.
+ * With ingress lanes (src/lanes.h) the same in the caller's lane, and the
+ * seq is made of the lane position and the lane.
  */
 #include <errno.h>
 #include <limits.h>
@@ -26,8 +28,8 @@
  * for ROOM_LOW_WATER_NS at most, then for what they need; a submit with a
  * deadline, and drain, for what they have left.
  *
- * The waiters say what they wait for in p->room_need, the smallest need of
- * them all (ROOM_NOBODY when none). A worker's take wakes not-full only
+ * The waiters say what they wait for in their lane's room_need, the
+ * smallest need of them all (ROOM_NOBODY when none). A worker's take wakes not-full only
  * once that many slots are free (bpi_ingress_taken), and first
  * puts ROOM_NOBODY back: every waiter it wakes, and any that was not
  * asleep yet, says its need again before it sleeps again (room_try runs
@@ -36,16 +38,16 @@
  * for.
  */
 struct room_want {
-	struct bp_pipeline *p;
+	struct bpi_lane *l;
 	unsigned need;
 };
 
 static int room_try(void *arg)
 {
 	struct room_want *w = arg;
-	struct bp_pipeline *p = w->p;
+	struct bpi_lane *l = w->l;
 	/* relaxed: only to skip the write; the CAS below orders */
-	unsigned cur = atomic_load_explicit(&p->room_need, memory_order_relaxed);
+	unsigned cur = atomic_load_explicit(&l->room_need, memory_order_relaxed);
 
 	/*
 	 * seq_cst: Dekker with the worker's take (bpi_ingress_taken): either
@@ -56,7 +58,7 @@ static int room_try(void *arg)
 	 */
 	while (cur > w->need &&
 	       !atomic_compare_exchange_weak_explicit(
-		       &p->room_need, &cur, w->need, memory_order_seq_cst,
+		       &l->room_need, &cur, w->need, memory_order_seq_cst,
 		       memory_order_relaxed))
 		;
 	/*
@@ -66,29 +68,29 @@ static int room_try(void *arg)
 	 * load), and the look is only a relaxed read without it.
 	 */
 	bpi_full_fence();
-	return bp_ring_free_count(p->ingress) >= w->need ||
-	       bp_ring_is_closed(p->ingress);
+	return bp_ring_free_count(l->ring) >= w->need ||
+	       bp_ring_is_closed(l->ring);
 }
 
-/* 1..half the ring */
-static unsigned room_clamp(const struct bp_pipeline *p, unsigned n)
+/* 1..half the lane */
+static unsigned room_clamp(const struct bpi_lane *l, unsigned n)
 {
-	unsigned half = bp_ring_capacity(p->ingress) / 2;
+	unsigned half = bp_ring_capacity(l->ring) / 2;
 
 	n = n < half ? n : half;
 	return n ? n : 1;
 }
 
-int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
-		     int64_t timeout_ns)
+int bpi_ingress_wait(struct bp_pipeline *p, struct bpi_lane *l, unsigned need,
+		     unsigned want, int64_t timeout_ns)
 {
 	const struct bp_wait_policy *pol = &p->cfg.producer_wait;
-	struct bpi_waitq *q = bpi_ring_not_full(p->ingress);
-	struct room_want w = {.p = p, .need = room_clamp(p, want)};
+	struct bpi_waitq *q = bpi_ring_not_full(l->ring);
+	struct room_want w = {.l = l, .need = room_clamp(l, want)};
 	int64_t t0, left;
 	int rc;
 
-	need = room_clamp(p, need);
+	need = room_clamp(l, need);
 	if (w.need <= need) {
 		w.need = need;
 		return bpi_wait_loop(pol, q, room_try, &w, timeout_ns);
@@ -112,30 +114,29 @@ int bpi_ingress_wait(struct bp_pipeline *p, unsigned need, unsigned want,
 	return bpi_wait_loop(pol, q, room_try, &w, left);
 }
 
-void bpi_ingress_wake(struct bp_pipeline *p)
+void bpi_ingress_wake(struct bpi_lane *l)
 {
 	/*
 	 * seq_cst: this exchange is the waker's read-modify-write of
 	 * bpi_waitq_wake_after_rmw; a need said after it is for a later take
 	 * to answer, and its owner's re-check sees this one.
 	 */
-	atomic_exchange_explicit(&p->room_need, ROOM_NOBODY,
+	atomic_exchange_explicit(&l->room_need, ROOM_NOBODY,
 				 memory_order_seq_cst);
-	bpi_waitq_wake_after_rmw(bpi_ring_not_full(p->ingress));
+	bpi_waitq_wake_after_rmw(bpi_ring_not_full(l->ring));
 }
 
 /*
- * Stamp k jobs with seqs from pos on. Positions wrap modulo 2^63 (SEQ_MASK),
- * once in 2^63 jobs: the loop without the mask unless this batch crosses.
+ * Stamp k jobs with seqs from seq on, step apart (1, or with lanes their
+ * count: src/lanes.h). Seqs wrap modulo 2^63 (SEQ_MASK), once in 2^63 /
+ * step jobs: the loop without the mask unless this batch crosses.
  */
-static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
-			 int64_t now, uint32_t stage)
+static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
+			 uint64_t step, int64_t now, uint32_t stage)
 {
-	uint64_t seq = pos & SEQ_MASK;
-
-	if (__builtin_expect(seq + k - 1 > SEQ_MASK, 0)) {
+	if (__builtin_expect(seq + (k - 1) * step > SEQ_MASK, 0)) {
 		for (unsigned i = 0; i < k; i++) {
-			js[i]->seq = (seq + i) & SEQ_MASK;
+			js[i]->seq = (seq + i * step) & SEQ_MASK;
 			js[i]->submit_ns = now;
 			js[i]->status = BP_JOB_OK;
 			js[i]->pipeline_word = JOB_SUBMITTED;
@@ -147,7 +148,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 	for (unsigned i = 0; i < k; i++) {
 		struct bp_job *j = js[i];
 
-		j->seq = seq + i;
+		j->seq = seq + i * step;
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
 		j->pipeline_word = JOB_SUBMITTED;
@@ -155,14 +156,16 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t pos,
 	}
 }
 
-int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
-		       unsigned flags, int64_t timeout_ns)
+static inline __attribute__((always_inline)) int
+submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
+       unsigned n, unsigned flags, int64_t timeout_ns)
 {
+	const uint64_t step = UINT64_C(1) << p->lane_bits;
 	int64_t now, deadline;
 	unsigned done = 0;
 
 	/* n > INT_MAX: the count accepted would not fit the return value */
-	if (!p || !jobs || n == 0 || n > INT_MAX ||
+	if (!jobs || n == 0 || n > INT_MAX ||
 	    (flags & ~BP_SUBMIT_NONBLOCK))
 		return -EINVAL;
 	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
@@ -175,15 +178,23 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 	deadline = bpi_deadline(now, timeout_ns);
 	while (done < n) {
 		uint64_t pos;
-		int k = bpi_ring_reserve_burst(p->ingress, n - done, &pos);
+		int k = bpi_ring_reserve_burst(l->ring, n - done, &pos);
 
 		if (k > 0) {
 			struct bp_job **js = jobs + done;
 
 			/* the position is the seq: stamp, then publish */
-			stamp(js, (unsigned)k, pos, now, p->stage_unset);
-			bpi_ring_publish(p->ingress, pos, (void *const *)js,
-					 (unsigned)k);
+			stamp(js, (unsigned)k,
+			      bpi_lane_seq(pos, l->index, p->lane_bits), step,
+			      now, p->stage_unset);
+			/*
+			 * Quietly into the lane, then the one queue idle
+			 * workers sleep on, lane 0's (src/lanes.h): for lane
+			 * 0, what bpi_ring_publish does.
+			 */
+			bpi_ring_publish_quiet(l->ring, pos,
+					       (void *const *)js, (unsigned)k);
+			bpi_waitq_wake(p->intake_wq);
 			done += (unsigned)k;
 			continue;
 		}
@@ -212,11 +223,33 @@ int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		 * deadline, one more try: any room there is will do.
 		 */
 		int rc = bpi_ingress_wait(
-			p, n - done, deadline < 0 ? UINT_MAX : n - done, left);
+			p, l, n - done, deadline < 0 ? UINT_MAX : n - done,
+			left);
 
 		if (rc < 0 && rc != -ETIMEDOUT)
 			return done ? (int)done : rc;
 		now = bpi_now_ns();
 	}
 	return (int)done;
+}
+
+int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
+		    struct bp_job **jobs, unsigned n, unsigned flags,
+		    int64_t timeout_ns)
+{
+	return submit(p, l, jobs, n, flags, timeout_ns);
+}
+
+int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
+		       unsigned flags, int64_t timeout_ns)
+{
+	struct bpi_lane *l;
+
+	if (!p)
+		return -EINVAL;
+	/* nlanes is set by create, never changed: the caller's lane */
+	l = p->lanes;
+	if (__builtin_expect(p->nlanes > 1, 0))
+		l += bpi_lane_of_thread() & (p->nlanes - 1);
+	return submit(p, l, jobs, n, flags, timeout_ns);
 }

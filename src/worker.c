@@ -464,9 +464,22 @@ static void note_batch(struct bp_worker *w, unsigned n)
  * calls. No job waits on this: the woken worker keeps taking while it
  * finds jobs.
  */
+static int intake_ready(const struct bp_worker *w)
+{
+	return w->lanes ? bpi_lanes_ready(w->p) : bpi_ring_ready(w->in);
+}
+
+/* Intake closed and drained: no job can come. */
+static int intake_ended(const struct bp_worker *w)
+{
+	if (w->lanes)
+		return bpi_lanes_ended(w->p);
+	return bp_ring_is_closed(w->in) && !bp_ring_count(w->in);
+}
+
 static int ingress_ready(void *arg)
 {
-	return bpi_ring_ready(arg);
+	return intake_ready(arg);
 }
 
 /*
@@ -500,8 +513,8 @@ static unsigned workers_asleep(const struct bp_pipeline *p,
 static inline void pass_wake_on(struct bp_worker *w)
 {
 	const struct bpi_stage *st = w->st;
-	struct bp_ring *in = w->in;
-	struct bpi_waitq *q = bpi_ring_not_empty(in);
+	/* with lanes too: lane 0's is the queue of them all (lanes.h) */
+	struct bpi_waitq *q = bpi_ring_not_empty(w->in);
 
 	w->pass_on = false;
 	/*
@@ -521,7 +534,7 @@ static inline void pass_wake_on(struct bp_worker *w)
 	if (st->wake_limit < st->nworkers &&
 	    st->nworkers - workers_asleep(w->p, st, q) >= st->wake_limit)
 		return;
-	bpi_waitq_pass_on(q, ingress_ready, in);
+	bpi_waitq_pass_on(q, ingress_ready, w);
 }
 
 /*
@@ -539,7 +552,7 @@ static inline void pass_wake_on(struct bp_worker *w)
 static unsigned gate_room(const struct bp_worker *w)
 {
 	const struct bp_pipeline *p = w->p;
-	uint64_t taken = bpi_ring_dequeued(p->ingress);
+	uint64_t taken = bpi_lanes_dequeued(p);
 	uint64_t done = atomic_load_explicit(&p->gate_delivered,
 					     memory_order_relaxed);
 	uint64_t out = (taken - done) & SEQ_MASK;
@@ -578,6 +591,7 @@ int bp_worker_intake_fd(struct bp_worker *w)
 
 	if (!w)
 		return -EINVAL;
+	/* with lanes too: lane 0's is the queue of them all (lanes.h) */
 	fd = bpi_waitq_fd(bpi_ring_not_empty(w->in));
 	/* stage 0 of a gated chain may also sleep armed on the gate: on the
 	 * same descriptor, which the sink writes when the gate opens */
@@ -636,22 +650,20 @@ int bp_worker_intake_arm(struct bp_worker *w)
 			return arm_gate(w);
 		return 0; /* could take nothing */
 	}
-	/* intake closed and empty: no job can come (bpi_ring_ready below
+	/* intake closed and empty: no job can come (intake_ready below
 	 * says yes to the end of the stream too), sleep unarmed */
-	if (bp_ring_is_closed(w->in) && !bp_ring_count(w->in))
+	if (intake_ended(w))
 		return 0;
 	q = bpi_ring_not_empty(w->in);
 	if (bpi_waitq_fd(q) < 0)
 		return 0; /* no descriptor: the stage sleeps as before */
 	bpi_waitq_prepare_fd(q);
-	if (bpi_ring_ready(w->in)) {
+	if (intake_ready(w)) {
 		bpi_waitq_cancel_fd(q);
 		/* closed meanwhile with nothing left: as above; anything else
 		 * (a job, perhaps taken by another worker since) says look
 		 * again rather than sleep unarmed */
-		return bp_ring_is_closed(w->in) && !bp_ring_count(w->in)
-			       ? 0
-			       : 1;
+		return intake_ended(w) ? 0 : 1;
 	}
 	w->intake_armed = true;
 	w->armed_q = q;
@@ -854,7 +866,7 @@ static int take_batch(struct bp_worker *w)
 	want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
 	if (want == 0) {
 		return 0;
-	} else if (w->in == p->ingress) {
+	} else if (w->in == p->ingress && !w->lanes) {
 		/* no wake check of the ring's own: threads waiting for room
 		 * wait for a need of theirs, and bpi_ingress_taken wakes them
 		 * then */
@@ -862,7 +874,16 @@ static int take_batch(struct bp_worker *w)
 						  want);
 		if (n <= 0)
 			return n;
-		bpi_ingress_taken(p);
+		bpi_ingress_taken(p->lanes);
+	} else if (w->lanes) {
+		struct bpi_lane *l;
+
+		/* as above, from one lane, the lanes in turn */
+		n = bpi_lanes_take(p, &w->lane_next, (void **)w->buf, want,
+				   &l);
+		if (n <= 0)
+			return n;
+		bpi_ingress_taken(l);
 	} else {
 		/* a link: the previous stage's workers wait for room on its
 		 * not-full queue, which the dequeue wakes */
@@ -892,7 +913,7 @@ static int worker_has_work(void *arg)
 
 	/* a serial stage: also its own next job, filed and now its turn
 	 * (this worker is the only one that touches order) */
-	return bpi_ring_ready(w->in) ||
+	return intake_ready(w) ||
 	       (st->order && st->order[st->order_next & st->order_mask]);
 }
 

@@ -34,7 +34,9 @@ _Static_assert(sizeof(struct bp_pipeline_config) == 224,
 	       "struct bp_pipeline_config size");
 _Static_assert(offsetof(struct bp_pipeline_config, stages) == 160,
 	       "bp_pipeline_config.stages");
-_Static_assert(offsetof(struct bp_pipeline_config, reserved_) == 176,
+_Static_assert(offsetof(struct bp_pipeline_config, ingress_lanes) == 176,
+	       "bp_pipeline_config.ingress_lanes");
+_Static_assert(offsetof(struct bp_pipeline_config, reserved_) == 184,
 	       "bp_pipeline_config.reserved_");
 _Static_assert(sizeof(struct bp_chain_stage) == 80,
 	       "struct bp_chain_stage size");
@@ -108,6 +110,11 @@ int main(void)
 	check(rc == -EINVAL && !p, "a config with reserved_ set is refused");
 	check(logged == 1, "the refusal names reserved_ in the log");
 	c.reserved_[3] = 0;
+	check(c.reserved32_ == 0, "config_init zeroes reserved32_");
+	c.reserved32_ = 1;
+	rc = bp_pipeline_create(&c, &p);
+	check(rc == -EINVAL && !p, "a config with reserved32_ set is refused");
+	c.reserved32_ = 0;
 
 	stage.reserved_[1] = noop;
 	rc = bp_pipeline_create(&c, &p);

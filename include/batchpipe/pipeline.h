@@ -47,6 +47,7 @@ struct bp_pipeline;
 #define BP_MAX_BATCH	4096
 #define BP_MAX_INFLIGHT 65536
 #define BP_MAX_RING	(1u << 24)
+#define BP_MAX_LANES	64
 
 /* Log levels for the log callback. */
 enum bp_log_level { BP_LOG_ERROR = 0, BP_LOG_WARN = 1, BP_LOG_INFO = 2 };
@@ -205,6 +206,21 @@ struct bp_pipeline_config {
 	 */
 	unsigned chain_max_inflight;
 	/*
+	 * Ingress lanes (0 or 1: one ingress ring, the default). A power of
+	 * two up to BP_MAX_LANES: ingress is that many rings, each with
+	 * ingress_capacity / ingress_lanes slots (rounded up), and a
+	 * producer reserves in its own lane, so producers do not contend
+	 * for one claim. bp_pipeline_submit uses the calling thread's lane
+	 * (threads are dealt lanes round-robin on their first submit), a
+	 * producer handle a lane of its own, fixed at its creation. Workers
+	 * take from the lanes in turn. A job's seq is then its position in
+	 * its lane times ingress_lanes plus the lane: unique, increasing
+	 * within a lane, not dense, so lanes refuse (-EINVAL) ordered
+	 * output and serial stages, which need seqs in submission order.
+	 */
+	unsigned ingress_lanes;
+	uint32_t reserved32_; /* zero */
+	/*
 	 * Room for fields of later versions, so that the struct keeps its
 	 * size (callers allocate it). bp_pipeline_config_init zeroes it, and
 	 * it must stay zero: bp_pipeline_create returns -EINVAL (logged) when
@@ -212,7 +228,7 @@ struct bp_pipeline_config {
 	 * sets a field this library does not know gets. A field added here
 	 * means "as before" when zero.
 	 */
-	uint64_t reserved_[6];
+	uint64_t reserved_[5];
 };
 
 /* Fill *c with the defaults above (stage and sink left NULL). NULL is
