@@ -447,6 +447,9 @@ void pb_pipeline_up(struct pb_run *run)
 	if (c.max_inflight < run->B)
 		c.max_inflight = run->B;
 	c.ordered = run->ordered;
+	/* ordered output refuses lanes (their seqs are not dense) */
+	if (!run->ordered)
+		c.ingress_lanes = o->lanes;
 	pb_policy(&c.worker_wait, (int)run->wait);
 	pb_policy(&c.sink_wait, (int)run->wait);
 	pb_policy(&c.producer_wait, (int)run->wait);

@@ -55,6 +55,7 @@ struct pb_opts {
 	unsigned producers, pool, work_ns, lat_ms, wake_samples;
 	unsigned wake_gap_us, idle_ms;
 	unsigned inflight, ingress, egress; /* 0: the library's default */
+	unsigned lanes; /* ingress_lanes of unordered pipelines (0: 1) */
 	unsigned workers[PB_MAX_WLIST];
 	int nworkers;
 	unsigned batches[PB_MAX_BATCHES];

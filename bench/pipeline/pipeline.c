@@ -158,6 +158,7 @@ PB_UINT_OPT(pb_set_idle_ms, idle_ms, 1, 600000, o->idle_set = 1)
 PB_UINT_OPT(pb_set_inflight, inflight, 1, BP_MAX_INFLIGHT, )
 PB_UINT_OPT(pb_set_ingress, ingress, 1, BP_MAX_RING, )
 PB_UINT_OPT(pb_set_egress, egress, 1, BP_MAX_RING, )
+PB_UINT_OPT(pb_set_lanes, lanes, 1, BP_MAX_LANES, )
 PB_UINT_OPT(pb_set_stages, stages, 1, PB_MAX_STAGES, )
 
 static int pb_set_workers(struct bench_args *a, const char *arg)
@@ -301,6 +302,9 @@ static const struct bench_opt pb_options[] = {
 	 "ingress_capacity (default: the library's, 4096)"},
 	{"egress", "N", pb_set_egress,
 	 "egress_capacity (default: the library's, 1024)"},
+	{"lanes", "N", pb_set_lanes,
+	 "ingress_lanes of every unordered pipeline (a power of two;\n"
+	 "default: the library's, one ingress ring)"},
 	{"spin-ns", "N", pb_set_spin_ns,
 	 "spin-sleep: spin_ns of every wait (default: the library's,\n"
 	 "20000)"},

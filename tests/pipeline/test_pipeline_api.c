@@ -255,6 +255,12 @@ MUT(m_sink_cpu, c->sink_cpu = -2)
 MUT(m_stage_null, c->stage = NULL)
 MUT(m_stage_noproc, c->stage = &no_process_stage)
 MUT(m_sink_null, c->sink = NULL)
+MUT(m_lanes3, c->ingress_lanes = 3)
+MUT(m_lanes_big, c->ingress_lanes = BP_MAX_LANES * 2)
+MUT(m_lanes_ordered, {
+	c->ingress_lanes = 2;
+	c->ordered = true;
+})
 
 static const struct bad_case bad_cases[] = {
 	{"workers 0", "workers", m_workers0},
@@ -277,6 +283,10 @@ static const struct bad_case bad_cases[] = {
 	{"stage NULL", "stage", m_stage_null},
 	{"stage without process", "stage", m_stage_noproc},
 	{"sink NULL", "sink", m_sink_null},
+	{"ingress_lanes 3", "ingress_lanes", m_lanes3},
+	{"ingress_lanes > BP_MAX_LANES", "ingress_lanes", m_lanes_big},
+	{"ingress_lanes with ordered output", "ingress_lanes",
+	 m_lanes_ordered},
 };
 
 static void test_create_bad_fields(void **unused)

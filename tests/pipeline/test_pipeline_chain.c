@@ -69,6 +69,7 @@ struct run {
 	unsigned n;
 	bool ordered, takes_failed;
 	unsigned gate; /* chain_max_inflight, 0: default */
+	unsigned lanes; /* ingress_lanes, 0: default */
 	unsigned gate_limit; /* what stage 0 may hold ahead of the sink */
 	atomic_uint delivered, failed, cancelled;
 	atomic_llong next_seq; /* ordered: the seq the sink expects */
@@ -315,6 +316,7 @@ static struct bp_pipeline *open_chain(unsigned w0, unsigned w1, unsigned w2,
 	cfg.max_inflight = 256;
 	cfg.ingress_capacity = 512;
 	cfg.chain_max_inflight = R.gate;
+	cfg.ingress_lanes = R.lanes;
 	cfg.sink = sink;
 	cfg.log = test_log;
 	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
@@ -482,16 +484,17 @@ static void check_report(struct bp_pipeline *p, unsigned n)
 }
 
 static void one_mode(const char *name, bool ordered, bool takes_failed,
-		     unsigned gate, unsigned B, unsigned n)
+		     unsigned gate, unsigned lanes, unsigned B, unsigned n)
 {
 	struct bp_pipeline *p;
-	unsigned accepted;
+	unsigned accepted, want_failed = 0;
 	int rc;
 
 	reset(n);
 	R.ordered = ordered;
 	R.takes_failed = takes_failed;
 	R.gate = gate;
+	R.lanes = lanes;
 	p = open_chain(2, 3, 2, B);
 	if (!p)
 		return;
@@ -507,8 +510,14 @@ static void one_mode(const char *name, bool ordered, bool takes_failed,
 		if (atomic_load(&R.jobs[i].delivered) != 1)
 			pt_fail("%s: job %u delivered %d times", name, i,
 				atomic_load(&R.jobs[i].delivered));
-	if (atomic_load(&R.failed) != (n + FAIL_EVERY - 1 - FAIL_AT) / FAIL_EVERY)
-		pt_fail("%s: %u failed", name, atomic_load(&R.failed));
+	/* stage 1 fails by seq (dense without lanes: every FAIL_EVERY-th) */
+	for (unsigned i = 0; i < n; i++)
+		want_failed += R.jobs[i].hdr.seq % FAIL_EVERY == FAIL_AT;
+	if (!lanes && want_failed != (n + FAIL_EVERY - 1 - FAIL_AT) / FAIL_EVERY)
+		pt_fail("%s: seqs not dense", name);
+	if (atomic_load(&R.failed) != want_failed)
+		pt_fail("%s: %u failed, %u expected", name,
+			atomic_load(&R.failed), want_failed);
 	if (R.gate && atomic_load(&R.max_ahead) > (long long)R.gate_limit)
 		pt_fail("%s: stage 0 held %lld ahead of the sink, gate %u "
 			"(limit %u)",
@@ -1243,6 +1252,10 @@ static void test_misuse(void)
 	cs[1].workers = 2;
 	expect_invalid("a serial stage with two workers", &cfg);
 	FRESH();
+	cs[1].flags = BP_STAGE_SERIAL;
+	cfg.ingress_lanes = 2;
+	expect_invalid("a serial stage with ingress lanes", &cfg);
+	FRESH();
 	cs[1].max_batch = 64;
 	cs[1].max_inflight = 32;
 	expect_invalid("max_inflight below max_batch", &cfg);
@@ -1301,14 +1314,17 @@ int main(void)
 	pt_watchdog_arm(PT_TSAN ? 600 : 180, "test_pipeline_chain");
 	n = n / PRODUCERS * PRODUCERS;
 	test_misuse();
-	one_mode("unordered", false, false, 0, 32, n);
-	one_mode("unordered B=1", false, false, 0, 1, n / 4);
-	one_mode("ordered", true, false, 0, 32, n);
-	one_mode("ordered B=1", true, false, 0, 1, n / 4);
-	one_mode("takes failed", false, true, 0, 8, n);
-	one_mode("ordered, takes failed", true, true, 0, 8, n);
-	one_mode("ordered, gate 64", true, false, 64, 8, n);
-	one_mode("unordered, gate 64", false, false, 64, 8, n);
+	one_mode("unordered", false, false, 0, 0, 32, n);
+	one_mode("unordered B=1", false, false, 0, 0, 1, n / 4);
+	one_mode("ordered", true, false, 0, 0, 32, n);
+	one_mode("ordered B=1", true, false, 0, 0, 1, n / 4);
+	one_mode("takes failed", false, true, 0, 0, 8, n);
+	one_mode("ordered, takes failed", true, true, 0, 0, 8, n);
+	one_mode("ordered, gate 64", true, false, 64, 0, 8, n);
+	one_mode("unordered, gate 64", false, false, 64, 0, 8, n);
+	one_mode("unordered, 4 lanes", false, false, 0, 4, 32, n);
+	one_mode("unordered, 2 lanes B=1", false, false, 0, 2, 1, n / 4);
+	one_mode("unordered, 8 lanes, gate 64", false, false, 64, 8, 8, n);
 	test_serial(false, 8, n, false, false);
 	test_serial(true, 1, n / 4, false, false);
 	test_serial(false, 32, n, false, false);

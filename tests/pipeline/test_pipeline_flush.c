@@ -182,14 +182,20 @@ static void *fprod_main(void *arg)
  * over: after each 0, every job either producer had accepted before the
  * call is delivered.
  */
-static void flush_under_load(bool ordered)
+static void flush_under_load(bool ordered, unsigned lanes)
 {
 	struct fsink s;
-	struct bp_pipeline *p = fmake(&s, 2, ordered, 10 * SEC, true);
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p;
 	struct fprod pr[2];
 	unsigned rounds = 0;
 	bool running = true;
 
+	fconfig(&c, &s, 2, 10 * SEC);
+	c.max_batch = 16;
+	c.ordered = ordered;
+	c.ingress_lanes = lanes; /* a mark per lane (src/flush.h) */
+	p = fcreate(&s, &c, true);
 	for (unsigned k = 0; k < 2; k++) {
 		pr[k].p = p;
 		pr[k].jobs = fjobs(PROD_JOBS);
@@ -232,13 +238,19 @@ static void flush_under_load(bool ordered)
 static void test_flush_unordered(void **unused)
 {
 	(void)unused;
-	flush_under_load(false);
+	flush_under_load(false, 0);
+}
+
+static void test_flush_lanes(void **unused)
+{
+	(void)unused;
+	flush_under_load(false, 4);
 }
 
 static void test_flush_ordered(void **unused)
 {
 	(void)unused;
-	flush_under_load(true);
+	flush_under_load(true, 0);
 }
 
 /* ----------------------------------------------------- one thread alone */
@@ -571,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_flush_owner_interrupted),
 		cmocka_unit_test(test_flush_drain_strands),
 		cmocka_unit_test(test_flush_unordered),
+		cmocka_unit_test(test_flush_lanes),
 		cmocka_unit_test(test_flush_ordered),
 	};
 

@@ -23,6 +23,9 @@
  *     no job that was refused does; accepted jobs of one producer are a
  *     prefix of what it offered; the raw producers' return values add up;
  *   - seqs of the accepted jobs are exactly 0 .. submitted-1 (dense);
+ *     with ingress lanes, each lane's positions (seq >> lane bits) are
+ *     exactly 0 .. its count-1, and a producer's jobs in one lane have
+ *     increasing positions;
  *   - bp_pipeline_stats: submitted == ok + failed + cancelled, and each
  *     equals what the sink itself counted; worker_jobs == submitted;
  *   - each job's status is what the stage gave it, or BP_JOB_CANCELLED,
@@ -57,6 +60,7 @@ PT_DEFINE_GLOBALS;
 
 #define MAXP	  16
 #define SEQ_UNSET UINT64_MAX
+#define MAXLANES  BP_MAX_LANES
 
 enum stage_kind { ST_SYNC, ST_SYNC_FAIL, ST_ASYNC, ST_ASYNC_FAIL };
 enum end_kind { END_DRAIN, END_DRAIN_EARLY, END_ABORT };
@@ -75,51 +79,62 @@ struct scfg {
 	enum end_kind end;
 	enum prod_kind pk;
 	enum bp_wait_strategy wait;
+	unsigned lanes; /* ingress_lanes (0: the default, one) */
 };
 
 #define SS BP_WAIT_SPIN_SLEEP
 #define BZ BP_WAIT_BUSY_POLL
 #define SL BP_WAIT_SLEEP
 
-/* np nw  B  inflight ingress egress ordered stage end producers wait */
+/* np nw  B  inflight ingress egress ordered stage end producers wait lanes */
 static const struct scfg table[] = {
-	{1, 1, 1, 1, 16, 4, false, ST_SYNC, END_DRAIN, PK_RAW, SS},
-	{1, 1, 32, 256, 4096, 1024, true, ST_SYNC, END_DRAIN, PK_HANDLE, SS},
+	{1, 1, 1, 1, 16, 4, false, ST_SYNC, END_DRAIN, PK_RAW, SS, 0},
+	{1, 1, 32, 256, 4096, 1024, true, ST_SYNC, END_DRAIN, PK_HANDLE, SS, 0},
 	{2, 2, 32, 256, 4096, 1024, false, ST_SYNC_FAIL, END_DRAIN, PK_MIXED,
-	 SS},
-	{4, 2, 8, 64, 256, 64, true, ST_ASYNC, END_DRAIN, PK_RAW, SS},
-	{16, 16, 1, 1, 64, 8, false, ST_SYNC, END_DRAIN, PK_MIXED, SS},
+	 SS, 0},
+	{4, 2, 8, 64, 256, 64, true, ST_ASYNC, END_DRAIN, PK_RAW, SS, 0},
+	{16, 16, 1, 1, 64, 8, false, ST_SYNC, END_DRAIN, PK_MIXED, SS, 0},
 	{16, 16, 256, 1024, 4096, 256, true, ST_ASYNC_FAIL, END_DRAIN, PK_MIXED,
-	 SS},
-	{8, 4, 256, 256, 1024, 16, false, ST_ASYNC, END_DRAIN, PK_RAW, SL},
-	{3, 5, 7, 20, 100, 10, true, ST_SYNC_FAIL, END_DRAIN, PK_HANDLE, SL},
-	{2, 1, 64, 128, 128, 32, false, ST_ASYNC, END_ABORT, PK_RAW, SS},
-	{4, 4, 16, 64, 4096, 64, true, ST_ASYNC, END_ABORT, PK_MIXED, SS},
-	{16, 2, 4, 16, 1024, 16, false, ST_SYNC, END_ABORT, PK_MIXED, SS},
-	{1, 8, 128, 512, 8192, 512, true, ST_SYNC_FAIL, END_ABORT, PK_RAW, SS},
-	{8, 16, 2, 8, 32, 4, true, ST_ASYNC_FAIL, END_ABORT, PK_HANDLE, SL},
-	{2, 2, 1, 4, 8, 2, false, ST_ASYNC, END_DRAIN_EARLY, PK_RAW, SS},
-	{6, 3, 48, 96, 512, 64, true, ST_SYNC, END_DRAIN_EARLY, PK_MIXED, SS},
+	 SS, 0},
+	{8, 4, 256, 256, 1024, 16, false, ST_ASYNC, END_DRAIN, PK_RAW, SL, 0},
+	{3, 5, 7, 20, 100, 10, true, ST_SYNC_FAIL, END_DRAIN, PK_HANDLE, SL, 0},
+	{2, 1, 64, 128, 128, 32, false, ST_ASYNC, END_ABORT, PK_RAW, SS, 0},
+	{4, 4, 16, 64, 4096, 64, true, ST_ASYNC, END_ABORT, PK_MIXED, SS, 0},
+	{16, 2, 4, 16, 1024, 16, false, ST_SYNC, END_ABORT, PK_MIXED, SS, 0},
+	{1, 8, 128, 512, 8192, 512, true, ST_SYNC_FAIL, END_ABORT, PK_RAW, SS, 0},
+	{8, 16, 2, 8, 32, 4, true, ST_ASYNC_FAIL, END_ABORT, PK_HANDLE, SL, 0},
+	{2, 2, 1, 4, 8, 2, false, ST_ASYNC, END_DRAIN_EARLY, PK_RAW, SS, 0},
+	{6, 3, 48, 96, 512, 64, true, ST_SYNC, END_DRAIN_EARLY, PK_MIXED, SS, 0},
 	{12, 12, 256, 256, 4096, 1024, false, ST_ASYNC_FAIL, END_DRAIN_EARLY,
-	 PK_HANDLE, SS},
-	{1, 1, 256, 256, 256, 256, true, ST_ASYNC, END_ABORT, PK_HANDLE, BZ},
-	{2, 2, 16, 32, 64, 16, false, ST_SYNC_FAIL, END_DRAIN, PK_RAW, BZ},
-	{2, 3, 32, 64, 256, 8, true, ST_ASYNC, END_DRAIN, PK_MIXED, BZ},
-	{16, 1, 64, 64, 4096, 64, true, ST_SYNC, END_DRAIN, PK_HANDLE, SS},
-	{16, 1, 1, 1, 2, 1, true, ST_ASYNC_FAIL, END_DRAIN, PK_RAW, SS},
-	{5, 7, 100, 300, 1000, 50, false, ST_ASYNC, END_ABORT, PK_MIXED, SL},
-	{10, 10, 10, 10, 10, 10, true, ST_SYNC, END_DRAIN, PK_RAW, SS},
-	{1, 16, 1, 16, 16, 1, false, ST_SYNC, END_DRAIN, PK_RAW, SS},
-	{4, 1, 16, 64, 64, 16, false, ST_SYNC_FAIL, END_ABORT, PK_RAW, SS},
-	{8, 8, 32, 32, 128, 32, true, ST_ASYNC, END_DRAIN_EARLY, PK_RAW, SL},
+	 PK_HANDLE, SS, 0},
+	{1, 1, 256, 256, 256, 256, true, ST_ASYNC, END_ABORT, PK_HANDLE, BZ, 0},
+	{2, 2, 16, 32, 64, 16, false, ST_SYNC_FAIL, END_DRAIN, PK_RAW, BZ, 0},
+	{2, 3, 32, 64, 256, 8, true, ST_ASYNC, END_DRAIN, PK_MIXED, BZ, 0},
+	{16, 1, 64, 64, 4096, 64, true, ST_SYNC, END_DRAIN, PK_HANDLE, SS, 0},
+	{16, 1, 1, 1, 2, 1, true, ST_ASYNC_FAIL, END_DRAIN, PK_RAW, SS, 0},
+	{5, 7, 100, 300, 1000, 50, false, ST_ASYNC, END_ABORT, PK_MIXED, SL, 0},
+	{10, 10, 10, 10, 10, 10, true, ST_SYNC, END_DRAIN, PK_RAW, SS, 0},
+	{1, 16, 1, 16, 16, 1, false, ST_SYNC, END_DRAIN, PK_RAW, SS, 0},
+	{4, 1, 16, 64, 64, 16, false, ST_SYNC_FAIL, END_ABORT, PK_RAW, SS, 0},
+	{8, 8, 32, 32, 128, 32, true, ST_ASYNC, END_DRAIN_EARLY, PK_RAW, SL, 0},
 	{3, 2, 200, 400, 4096, 1024, true, ST_ASYNC_FAIL, END_DRAIN, PK_HANDLE,
-	 SS},
+	 SS, 0},
 	{16, 4, 256, 2048, 16384, 2048, false, ST_ASYNC, END_DRAIN, PK_MIXED,
-	 SS},
-	{2, 16, 3, 9, 27, 3, true, ST_SYNC_FAIL, END_ABORT, PK_MIXED, SL},
-	{7, 5, 1, 2, 4, 1, false, ST_ASYNC, END_DRAIN, PK_MIXED, SS},
-	{1, 1, 8, 8, 8, 8, false, ST_SYNC, END_DRAIN_EARLY, PK_HANDLE, SS},
-	{4, 2, 256, 256, 1 << 16, 4096, false, ST_SYNC, END_ABORT, PK_RAW, SS},
+	 SS, 0},
+	{2, 16, 3, 9, 27, 3, true, ST_SYNC_FAIL, END_ABORT, PK_MIXED, SL, 0},
+	{7, 5, 1, 2, 4, 1, false, ST_ASYNC, END_DRAIN, PK_MIXED, SS, 0},
+	{1, 1, 8, 8, 8, 8, false, ST_SYNC, END_DRAIN_EARLY, PK_HANDLE, SS, 0},
+	{4, 2, 256, 256, 1 << 16, 4096, false, ST_SYNC, END_ABORT, PK_RAW, SS, 0},
+	/* ingress lanes (unordered only: ordered output refuses them) */
+	{2, 2, 1, 4, 64, 16, false, ST_SYNC, END_DRAIN, PK_RAW, SS, 2},
+	{16, 16, 1, 1, 64, 8, false, ST_SYNC_FAIL, END_DRAIN, PK_MIXED, SS, 16},
+	{8, 4, 32, 64, 1024, 64, false, ST_ASYNC, END_ABORT, PK_HANDLE, SS, 4},
+	{4, 2, 8, 32, 128, 16, false, ST_ASYNC_FAIL, END_DRAIN_EARLY, PK_MIXED,
+	 SL, 8},
+	{3, 1, 16, 64, 256, 32, false, ST_SYNC, END_DRAIN, PK_MIXED, BZ, 2},
+	{2, 3, 5, 10, 7, 3, false, ST_ASYNC, END_ABORT, PK_RAW, SS, 64},
+	{6, 2, 64, 128, 4096, 256, false, ST_SYNC_FAIL, END_DRAIN, PK_HANDLE,
+	 SS, 4},
 };
 
 #define NTABLE	(sizeof(table) / sizeof(table[0]))
@@ -544,10 +559,11 @@ static void describe(const struct scfg *c, char *buf, size_t n)
 {
 	snprintf(buf, n,
 		 "np=%u nw=%u B=%u inflight=%u ingress=%u egress=%u %s %s %s "
-		 "%s %s",
+		 "%s %s lanes=%u",
 		 c->np, c->nw, c->batch, c->inflight, c->ingress, c->egress,
 		 c->ordered ? "ordered" : "unordered", stage_name[c->stage],
-		 end_name[c->end], pk_name[c->pk], wait_name[c->wait]);
+		 end_name[c->end], pk_name[c->pk], wait_name[c->wait],
+		 c->lanes ? c->lanes : 1);
 }
 
 static int run_one(const struct scfg *c, unsigned seed, unsigned num)
@@ -557,7 +573,10 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 	struct bp_pipeline_stats st;
 	struct bp_wait_policy wp;
 	unsigned fails0 = pt_failures();
-	uint64_t total_accepted = 0, *seen;
+	uint64_t total_accepted = 0;
+	char *seen;
+	const unsigned nlanes = c->lanes ? c->lanes : 1;
+	const unsigned lane_bits = (unsigned)__builtin_ctz(nlanes);
 	char desc[256];
 	int64_t t0 = pt_now_ns();
 	int rc;
@@ -610,6 +629,7 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 	cfg.max_batch = c->batch;
 	cfg.max_inflight = c->inflight;
 	cfg.ordered = c->ordered;
+	cfg.ingress_lanes = c->lanes;
 	bp_wait_policy_init(&wp);
 	wp.strategy = c->wait;
 	cfg.worker_wait = wp;
@@ -674,10 +694,15 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 	/* ---- checks (every thread of the run is joined) */
 	if (bp_pipeline_get_stats(r->p, &st) != 0)
 		pt_fail("stats failed");
-	seen = calloc(st.submitted + 1, sizeof(*seen));
+	/* per lane: seen[lane * (submitted + 1) + position] */
+	seen = calloc((size_t)nlanes * (st.submitted + 1), sizeof(*seen));
 	for (unsigned p = 0; p < c->np; p++) {
 		struct prod *pp = &r->prods[p];
+		uint64_t last[MAXLANES];
 		unsigned a = 0;
+
+		for (unsigned l = 0; l < nlanes; l++)
+			last[l] = UINT64_MAX;
 
 		for (unsigned i = 0; i < r->per; i++) {
 			struct sjob *j = &r->jobs[(size_t)p * r->per + i];
@@ -691,14 +716,27 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 				break;
 			}
 			if (acc) {
+				uint64_t lane = j->hdr.seq & (nlanes - 1);
+				uint64_t pos = j->hdr.seq >> lane_bits;
+
 				a++;
-				if (j->hdr.seq >= st.submitted)
+				if (pos >= st.submitted)
 					pt_fail("seq %" PRIu64
-						" >= submitted %" PRIu64,
-						j->hdr.seq, st.submitted);
-				else if (seen && seen[j->hdr.seq]++)
+						" >= submitted %" PRIu64
+						" (lane %" PRIu64 ")",
+						pos, st.submitted, lane);
+				else if (seen &&
+					 seen[lane * (st.submitted + 1) +
+					      pos]++)
 					pt_fail("seq %" PRIu64 " given twice",
 						j->hdr.seq);
+				if (last[lane] != UINT64_MAX &&
+				    pos <= last[lane])
+					pt_fail("producer %u: job %u at lane %"
+						PRIu64 " position %" PRIu64
+						" after %" PRIu64,
+						p, i, lane, pos, last[lane]);
+				last[lane] = pos;
 			}
 			if (d != (acc ? 1u : 0u)) {
 				pt_fail("producer %u job %u (%s) delivered %u "
@@ -719,6 +757,21 @@ static int run_one(const struct scfg *c, unsigned seed, unsigned num)
 			pt_fail("producer %u: %u of %u accepted before drain",
 				p, a, r->per);
 		total_accepted += a;
+	}
+	/* each lane's positions are dense: seen up to its count, not past */
+	for (uint64_t l = 0; seen && l < nlanes; l++) {
+		const char *row = seen + l * (st.submitted + 1);
+		uint64_t k = 0;
+
+		while (k < st.submitted && row[k])
+			k++;
+		for (uint64_t q = k; q < st.submitted; q++)
+			if (row[q]) {
+				pt_fail("lane %" PRIu64 ": position %" PRIu64
+					" given, %" PRIu64 " not",
+					l, q, k);
+				break;
+			}
 	}
 	free(seen);
 	if (st.submitted != total_accepted)
@@ -780,6 +833,8 @@ static struct scfg random_cfg(unsigned *seed)
 	c.wait = c.nw <= 2 && rand_r(seed) % 3 == 0 ? BP_WAIT_BUSY_POLL
 		 : rand_r(seed) % 3 == 0	    ? BP_WAIT_SLEEP
 						    : BP_WAIT_SPIN_SLEEP;
+	/* ingress lanes, 1..16, for half of the unordered ones */
+	c.lanes = !c.ordered && rand_r(seed) % 2 ? 1u << rand_r(seed) % 5 : 0;
 	return c;
 }
 
