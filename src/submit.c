@@ -148,7 +148,8 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 	for (unsigned i = 0; i < k; i++) {
 		struct bp_job *j = js[i];
 
-		j->seq = seq + i * step;
+		j->seq = seq;
+		seq += step;
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
 		j->pipeline_word = JOB_SUBMITTED;
@@ -156,11 +157,16 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 	}
 }
 
+/*
+ * The submit, into lane l. lanes: false only where the pipeline has one
+ * lane (then the seq is the position, and the publication wakes the
+ * workers itself); true works for any count, one included.
+ */
 static inline __attribute__((always_inline)) int
 submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
-       unsigned n, unsigned flags, int64_t timeout_ns)
+       unsigned n, unsigned flags, int64_t timeout_ns, bool lanes)
 {
-	const uint64_t step = UINT64_C(1) << p->lane_bits;
+	const uint64_t step = lanes ? UINT64_C(1) << p->lane_bits : 1;
 	int64_t now, deadline;
 	unsigned done = 0;
 
@@ -185,16 +191,21 @@ submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 
 			/* the position is the seq: stamp, then publish */
 			stamp(js, (unsigned)k,
-			      bpi_lane_seq(pos, l->index, p->lane_bits), step,
-			      now, p->stage_unset);
-			/*
-			 * Quietly into the lane, then the one queue idle
-			 * workers sleep on, lane 0's (src/lanes.h): for lane
-			 * 0, what bpi_ring_publish does.
-			 */
-			bpi_ring_publish_quiet(l->ring, pos,
-					       (void *const *)js, (unsigned)k);
-			bpi_waitq_wake(p->intake_wq);
+			      lanes ? bpi_lane_seq(pos, l->index, p->lane_bits)
+				    : pos & SEQ_MASK,
+			      step, now, p->stage_unset);
+			if (!lanes) {
+				bpi_ring_publish(l->ring, pos,
+						 (void *const *)js,
+						 (unsigned)k);
+			} else {
+				/* quietly into the lane, then the one queue
+				 * idle workers sleep on, lane 0's (lanes.h) */
+				bpi_ring_publish_quiet(l->ring, pos,
+						       (void *const *)js,
+						       (unsigned)k);
+				bpi_waitq_wake(p->intake_wq);
+			}
 			done += (unsigned)k;
 			continue;
 		}
@@ -237,19 +248,18 @@ int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
 		    struct bp_job **jobs, unsigned n, unsigned flags,
 		    int64_t timeout_ns)
 {
-	return submit(p, l, jobs, n, flags, timeout_ns);
+	return submit(p, l, jobs, n, flags, timeout_ns, true);
 }
 
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns)
 {
-	struct bpi_lane *l;
-
 	if (!p)
 		return -EINVAL;
-	/* nlanes is set by create, never changed: the caller's lane */
-	l = p->lanes;
-	if (__builtin_expect(p->nlanes > 1, 0))
-		l += bpi_lane_of_thread() & (p->nlanes - 1);
-	return submit(p, l, jobs, n, flags, timeout_ns);
+	/* nlanes is set by create, never changed */
+	if (__builtin_expect(p->nlanes == 1, 1))
+		return submit(p, p->lanes, jobs, n, flags, timeout_ns, false);
+	/* the caller's lane */
+	return submit(p, &p->lanes[bpi_lane_of_thread() & (p->nlanes - 1)],
+		      jobs, n, flags, timeout_ns, true);
 }
