@@ -101,7 +101,7 @@ static int create_stage(struct bp_pipeline *p, struct bpi_stage *st,
 
 	if (rc)
 		return rc;
-	/* as ingress (pipeline.c): wake one idle worker per publication,
+	/* as ingress (lanes.c): wake one idle worker per publication,
 	 * the wakers pay the fences */
 	bpi_waitq_set_waker_fences(bpi_ring_not_empty(st->in));
 	bpi_waitq_set_wake_one(bpi_ring_not_empty(st->in));

@@ -45,11 +45,12 @@ struct bpi_flush {
 	alignas(BP_FALSE_SHARING) uint64_t adopted; /* request being answered */
 	bool open;	    /* a mark is set, not yet reached */
 	unsigned lane_bits; /* the pipeline's (src/lanes.h), set by create */
-	/* per lane: lane positions below it (modulo their space) count */
-	uint64_t mark[BP_MAX_LANES];
 	uint64_t target;    /* jobs below the mark */
 	uint64_t below;	    /* of them, delivered */
 	uint64_t delivered; /* every job the sink has delivered */
+	/* per lane: lane positions below it (modulo their space) count;
+	 * last, so that the fields read per batch share a line */
+	uint64_t mark[BP_MAX_LANES];
 };
 
 /*

@@ -127,6 +127,26 @@ static bool force_owes(struct bp_pipeline *p, struct bp_producer *pr,
 }
 
 /*
+ * How long the flusher waits for room in a full lane before it walks the
+ * handles again. With one lane, until there is room: nobody can submit
+ * before. With lanes, handles of other lanes may fall due meanwhile: until
+ * the next deadline the walk saw (next), or for one that a job staged
+ * after the walk starts, ROOM_LOW_WATER_NS at most.
+ */
+static int64_t full_wait_ns(const struct bp_pipeline *p, int64_t next)
+{
+	int64_t left;
+
+	if (p->nlanes == 1)
+		return -1;
+	if (next < 0)
+		return ROOM_LOW_WATER_NS;
+	left = next - bpi_now_ns();
+	return left < 0 ? 0 : left < ROOM_LOW_WATER_NS ? left
+						       : ROOM_LOW_WATER_NS;
+}
+
+/*
  * Walk the handles once. claim: submit those whose oldest staged job is
  * due (or owed to a flush round). *next: the earliest deadline still
  * ahead (-1: none). Returns whether to walk again at once (a claim took
@@ -296,7 +316,7 @@ static void *flusher_main(void *arg)
 					atomic_load_explicit(
 						&p->live_max_batch,
 						memory_order_relaxed),
-					-1);
+					full_wait_ns(p, next));
 			continue;
 		}
 		/*

@@ -8,6 +8,9 @@
 
 #include "src/pipeline_internal.h"
 
+/* Pipelines made so far: each one's lanes_id (relaxed). */
+static _Atomic uint64_t lanes_made;
+
 int bpi_lanes_create(struct bp_pipeline *p, const struct bp_pipeline_config *c)
 {
 	unsigned n = c->ingress_lanes > 1 ? c->ingress_lanes : 1;
@@ -20,6 +23,10 @@ int bpi_lanes_create(struct bp_pipeline *p, const struct bp_pipeline_config *c)
 		return -ENOMEM;
 	p->nlanes = n;
 	p->lane_bits = (unsigned)__builtin_ctz(n);
+	/* relaxed: a name; 0 is no pipeline's */
+	p->lanes_id = atomic_fetch_add_explicit(&lanes_made, 1,
+						memory_order_relaxed) +
+		      1;
 	p->flush.lane_bits = p->lane_bits;
 	for (unsigned i = 0; i < n; i++) {
 		struct bpi_lane *l = &p->lanes[i];
@@ -154,23 +161,25 @@ int bpi_lanes_ended(const struct bp_pipeline *p)
 	return 1;
 }
 
-/* Lanes dealt so far, to threads and to handles (relaxed: a counter). */
-static _Atomic unsigned threads_dealt, handles_dealt;
+__thread struct bpi_thread_lane bpi_thread_lane;
 
-/* The calling thread's lane number + 1; 0: none dealt yet. */
-static _Thread_local unsigned thread_lane;
-
-unsigned bpi_lane_of_thread(void)
+static struct bpi_lane *deal(struct bp_pipeline *p)
 {
-	if (__builtin_expect(!thread_lane, 0))
-		thread_lane = atomic_fetch_add_explicit(&threads_dealt, 1,
-							memory_order_relaxed) +
-			      1;
-	return thread_lane - 1;
+	/* relaxed: a counter; what it deals is read by its dealer alone */
+	unsigned k = atomic_fetch_add_explicit(&p->lanes_dealt, 1,
+					       memory_order_relaxed);
+
+	return &p->lanes[k & (p->nlanes - 1)];
 }
 
-unsigned bpi_lane_of_handle(void)
+struct bpi_lane *bpi_lane_deal_thread(struct bp_pipeline *p)
 {
-	return atomic_fetch_add_explicit(&handles_dealt, 1,
-					 memory_order_relaxed);
+	bpi_thread_lane.id = p->lanes_id;
+	bpi_thread_lane.lane = deal(p);
+	return bpi_thread_lane.lane;
+}
+
+struct bpi_lane *bpi_lane_of_handle(struct bp_pipeline *p)
+{
+	return deal(p);
 }

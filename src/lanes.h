@@ -2,8 +2,8 @@
 /*
  * Ingress lanes (src/lanes.c): ingress as ingress_lanes rings instead of
  * one, so that producers do not contend for one claim. With one lane (the
- * default) lane 0 is ingress as it always was, and nothing below costs
- * more than a load of nlanes.
+ * default) lane 0 is ingress as it always was: a submit tests nlanes and
+ * goes the old way, a take reaches the ring through its lane.
  *
  * - A producer reserves and publishes in its lane: bp_pipeline_submit in
  *   the calling thread's (bpi_lane_of_thread), a producer handle in its
@@ -41,10 +41,10 @@ struct bpi_lane {
 	/*
 	 * The smallest count of free slots a thread waiting for room in this
 	 * lane waits for, ROOM_NOBODY when none says (src/submit.c). Written
-	 * by waiters and by the worker that wakes them, rarely; read by every
-	 * take from this lane, in this line that nobody else writes.
+	 * by waiters and by the worker that wakes them; read by every take
+	 * from this lane: a line of its own.
 	 */
-	_Atomic unsigned room_need;
+	alignas(BP_FALSE_SHARING) _Atomic unsigned room_need;
 };
 
 /* room_need when no thread waits for room in a lane */
@@ -84,11 +84,27 @@ int bpi_lanes_ready(const struct bp_pipeline *p);
 /* Every lane closed and drained: no job can come. */
 int bpi_lanes_ended(const struct bp_pipeline *p);
 
-/* The calling thread's lane number, dealt round-robin on first use. */
-unsigned bpi_lane_of_thread(void);
+/*
+ * Lanes are dealt round-robin per pipeline, to threads (at their first
+ * submit) and to handles (at their creation) from one count, so that as
+ * many producers as lanes get one each. A thread keeps the lane of the
+ * last pipeline it submitted to with lanes (lanes_id names it; a thread
+ * that alternates between two such pipelines is dealt a lane each time
+ * it comes back, which is correct, a lane being a multi-producer ring).
+ * Initial-exec: the submit reads it with no call.
+ */
+struct bpi_thread_lane {
+	uint64_t id; /* the pipeline's lanes_id; 0: none */
+	struct bpi_lane *lane;
+};
+extern __thread struct bpi_thread_lane bpi_thread_lane
+	__attribute__((tls_model("initial-exec")));
 
-/* A new producer handle's lane number, dealt round-robin. */
-unsigned bpi_lane_of_handle(void);
+/* Deal the calling thread a lane of p (cold: its first submit). */
+struct bpi_lane *bpi_lane_deal_thread(struct bp_pipeline *p);
+
+/* A new producer handle's lane of p. */
+struct bpi_lane *bpi_lane_of_handle(struct bp_pipeline *p);
 
 /*
  * The seq of the job at lane position pos of lane `lane` (the seq space

@@ -197,6 +197,8 @@ struct bp_pipeline {
 	unsigned nlanes;	 /* a power of two, 1 by default */
 	unsigned lane_bits;	 /* log2(nlanes): a seq's lane bits */
 	struct bpi_waitq *intake_wq; /* lane 0's not-empty (src/lanes.h) */
+	uint64_t lanes_id;	     /* names p to its producers' threads */
+	_Atomic unsigned lanes_dealt; /* lanes dealt (src/lanes.c) */
 	struct bpi_stage *stages; /* the chain, nstages of them */
 	unsigned nstages;
 	struct bp_worker *workers; /* every stage's, stage by stage */

@@ -389,7 +389,7 @@ int bp_producer_create(struct bp_pipeline *p, struct bp_producer **out)
 	pr->stage_ns = calloc(cap, sizeof(*pr->stage_ns));
 	pr->p = p;
 	/* its own lane, for every submit of its jobs, by any thread */
-	pr->lane = &p->lanes[bpi_lane_of_handle() & (p->nlanes - 1)];
+	pr->lane = bpi_lane_of_handle(p);
 	pr->claim_seen = CLAIM_STALE;
 	bpi_waitq_init(&pr->claim_wq); /* settles membarrier (waitq.c) */
 	/* settled by the pthread_once in bpi_waitq_init */

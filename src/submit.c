@@ -254,12 +254,16 @@ int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
 int bp_pipeline_submit(struct bp_pipeline *p, struct bp_job **jobs, unsigned n,
 		       unsigned flags, int64_t timeout_ns)
 {
+	struct bpi_lane *l;
+
 	if (!p)
 		return -EINVAL;
 	/* nlanes is set by create, never changed */
 	if (__builtin_expect(p->nlanes == 1, 1))
 		return submit(p, p->lanes, jobs, n, flags, timeout_ns, false);
-	/* the caller's lane */
-	return submit(p, &p->lanes[bpi_lane_of_thread() & (p->nlanes - 1)],
-		      jobs, n, flags, timeout_ns, true);
+	/* the caller's lane: as dealt at its first submit (lanes.h) */
+	l = __builtin_expect(bpi_thread_lane.id == p->lanes_id, 1)
+		    ? bpi_thread_lane.lane
+		    : bpi_lane_deal_thread(p);
+	return submit(p, l, jobs, n, flags, timeout_ns, true);
 }

@@ -455,15 +455,7 @@ static void note_batch(struct bp_worker *w, unsigned n)
 	bpi_stat_add(&w->st_batch_hist[b], 1);
 }
 
-/*
- * Ingress wakes one idle worker per publication (a wake-one queue), and
- * the wake disarms it. A worker back from an idle wait that takes jobs
- * arms it again for the workers still asleep, and if it sees more ready,
- * wakes one of them, once per wait: a burst fans out to as many workers as
- * it keeps busy, one wake-up each, and a saturated pipeline makes no system
- * calls. No job waits on this: the woken worker keeps taking while it
- * finds jobs.
- */
+/* Jobs to take from intake (ingress, its lanes, or a link), or its end. */
 static int intake_ready(const struct bp_worker *w)
 {
 	return w->lanes ? bpi_lanes_ready(w->p) : bpi_ring_ready(w->in);
@@ -477,6 +469,15 @@ static int intake_ended(const struct bp_worker *w)
 	return bp_ring_is_closed(w->in) && !bp_ring_count(w->in);
 }
 
+/*
+ * Ingress wakes one idle worker per publication (a wake-one queue), and
+ * the wake disarms it. A worker back from an idle wait that takes jobs
+ * arms it again for the workers still asleep, and if it sees more ready,
+ * wakes one of them, once per wait: a burst fans out to as many workers as
+ * it keeps busy, one wake-up each, and a saturated pipeline makes no system
+ * calls. No job waits on this: the woken worker keeps taking while it
+ * finds jobs.
+ */
 static int ingress_ready(void *arg)
 {
 	return intake_ready(arg);
@@ -552,7 +553,8 @@ static inline void pass_wake_on(struct bp_worker *w)
 static unsigned gate_room(const struct bp_worker *w)
 {
 	const struct bp_pipeline *p = w->p;
-	uint64_t taken = bpi_lanes_dequeued(p);
+	uint64_t taken = p->nlanes == 1 ? bpi_ring_dequeued(p->ingress)
+					: bpi_lanes_dequeued(p);
 	uint64_t done = atomic_load_explicit(&p->gate_delivered,
 					     memory_order_relaxed);
 	uint64_t out = (taken - done) & SEQ_MASK;

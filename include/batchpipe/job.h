@@ -25,7 +25,9 @@ extern "C" {
 
 struct bp_job {
 	/* the fields the pipeline touches come first: one cache line */
-	uint64_t seq;	   /* submission order, set by the pipeline at submit */
+	/* submission order, set by the pipeline at submit (with ingress
+	 * lanes: unique, in order within a lane; pipeline.h) */
+	uint64_t seq;
 	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
 	int32_t status;	   /* BP_JOB_OK at submit; a stage sets a failure */
 	/* the stage's own word while the job is in the stage (the RDMA

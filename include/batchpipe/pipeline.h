@@ -208,7 +208,8 @@ struct bp_pipeline_config {
 	/*
 	 * Ingress lanes (0 or 1: one ingress ring, the default). A power of
 	 * two up to BP_MAX_LANES: ingress is that many rings, each with
-	 * ingress_capacity / ingress_lanes slots (rounded up), and a
+	 * ingress_capacity / ingress_lanes slots (rounded up, to a power
+	 * of two as every ring), and a
 	 * producer reserves in its own lane, so producers do not contend
 	 * for one claim. bp_pipeline_submit uses the calling thread's lane
 	 * (threads are dealt lanes round-robin on their first submit), a
@@ -263,7 +264,8 @@ int bp_pipeline_start(struct bp_pipeline *p);
  * Submit n jobs; each gets seq, submit_ns and is owned by the pipeline until
  * the sink callback is called with it. Blocking (default): waits for room, up
  * to timeout_ns (< 0: no limit), and returns n, or the count accepted before
- * the timeout, or -ETIMEDOUT if none. Finding ingress full, a submit without a
+ * the timeout, or -ETIMEDOUT if none. Finding ingress (with lanes: the calling
+ * thread's lane) full, a submit without a
  * limit waits until half of it is free (so that it comes back to room for many
  * batches, not for one), for a millisecond at most, then for room for what it
  * has left; one with a limit waits for room for what it has left, and takes any

@@ -226,6 +226,13 @@ static void flush_under_load(bool ordered, unsigned lanes)
 	for (unsigned k = 0; k < 2; k++)
 		assert_int_equal(pthread_join(pr[k].t, NULL), 0);
 	assert_true(rounds >= 2);
+	/* with lanes, the handle and the raw producer were dealt one each:
+	 * the flushes had a mark in two lanes to reach */
+	if (lanes > 1 && (pr[0].jobs[0].hdr.seq & (lanes - 1)) ==
+				 (pr[1].jobs[0].hdr.seq & (lanes - 1)))
+		fail_msg("the two producers share lane %llu",
+			 (unsigned long long)(pr[0].jobs[0].hdr.seq &
+					      (lanes - 1)));
 	/* the pipeline is open after every flush: drain takes the rest */
 	assert_int_equal(bp_pipeline_drain(p), 0);
 	assert_int_equal(atomic_load(&s.count), 2 * PROD_JOBS);
@@ -245,6 +252,78 @@ static void test_flush_lanes(void **unused)
 {
 	(void)unused;
 	flush_under_load(false, 4);
+}
+
+/*
+ * Ingress lanes: a handle whose lane is full does not hold up a handle of
+ * another lane. The one worker holds its job (the stage waits for
+ * gate_open), main fills lane 0, handle A (lane 0) stages a job the
+ * flusher cannot submit, then handle B (lane 1) stages one: the flusher
+ * submits B's within its deadline (1 ms) and a wait for room in lane 0.
+ */
+static void test_flush_full_lane(void **unused)
+{
+	struct fsink s;
+	struct bp_pipeline_config c;
+	struct bp_pipeline *p;
+	struct bp_producer *a = NULL, *b = NULL;
+	struct fjob *jobs = fjobs(16);
+	unsigned n = 0, staged = 1;
+	int64_t end;
+
+	(void)unused;
+	fconfig(&c, &s, 1, 1000000);
+	c.ingress_lanes = 2;
+	c.ingress_capacity = 8; /* 4 a lane */
+	c.max_batch = 4;	/* a handle's job waits for the flusher */
+	c.max_inflight = 4;
+	atomic_store(&gate_open, 0);
+	p = fcreate(&s, &c, true);
+	/* dealt in this order: a lane 0, b lane 1, main lane 0 */
+	assert_int_equal(bp_producer_create(p, &a), 0);
+	assert_int_equal(bp_producer_create(p, &b), 0);
+	/* the worker takes its job first, and holds it */
+	{
+		struct bp_pipeline_stats st;
+		struct bp_job *h = &jobs[n++].hdr;
+
+		assert_int_equal(bp_pipeline_submit(p, &h, 1, 0, -1), 1);
+		end = pt_now_ns() + 5 * SEC;
+		do
+			assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
+		while (st.worker_jobs == 0 && pt_now_ns() < end);
+		assert_int_equal(st.worker_jobs, 1);
+	}
+	for (;;) {
+		struct bp_job *h = &jobs[n].hdr;
+		int rc = bp_pipeline_submit(p, &h, 1, BP_SUBMIT_NONBLOCK, 0);
+
+		if (rc == -EAGAIN)
+			break;
+		assert_int_equal(rc, 1);
+		assert_int_equal(jobs[n].hdr.seq & 1, 0);
+		assert_true(++n < 12);
+	}
+	assert_int_equal(bp_producer_submit(a, &jobs[n++].hdr), 0);
+	pt_sleep_ns(20000000); /* the flusher finds lane 0 full, waits */
+	assert_int_equal(bp_producer_submit(b, &jobs[n++].hdr), 0);
+	end = pt_now_ns() + 2 * SEC;
+	while ((staged = bp_producer_staged(b)) != 0 && pt_now_ns() < end)
+		pt_sleep_ns(1000000);
+	if (staged) {
+		atomic_store(&gate_open, 1);
+		fail_msg("handle B's job (lane 1) still staged after 2 s, "
+			 "behind handle A's full lane 0");
+	}
+	assert_int_equal(bp_producer_staged(a), 1);
+	assert_int_equal(jobs[n - 1].hdr.seq & 1, 1);
+	atomic_store(&gate_open, 1);
+	assert_int_equal(bp_producer_destroy(a), 0);
+	assert_int_equal(bp_producer_destroy(b), 0);
+	assert_int_equal(bp_pipeline_drain(p), 0);
+	assert_int_equal(atomic_load(&s.count), n);
+	bp_pipeline_destroy(p);
+	free(jobs);
 }
 
 static void test_flush_ordered(void **unused)
@@ -584,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_flush_drain_strands),
 		cmocka_unit_test(test_flush_unordered),
 		cmocka_unit_test(test_flush_lanes),
+		cmocka_unit_test(test_flush_full_lane),
 		cmocka_unit_test(test_flush_ordered),
 	};
 

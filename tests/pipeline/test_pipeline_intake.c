@@ -182,6 +182,9 @@ static bool wait_asleep(struct ws *s, int64_t ms)
 	return true;
 }
 
+/* ingress_lanes of the next open_pipeline (0: one ring) */
+static unsigned open_lanes;
+
 static struct bp_pipeline *open_pipeline(unsigned workers, unsigned inflight)
 {
 	struct bp_pipeline_config cfg;
@@ -198,6 +201,7 @@ static struct bp_pipeline *open_pipeline(unsigned workers, unsigned inflight)
 	cfg.workers = workers;
 	cfg.max_batch = 1;
 	cfg.max_inflight = inflight;
+	cfg.ingress_lanes = open_lanes;
 	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
 	    (rc = bp_pipeline_start(p)) != 0) {
 		pt_fail("pipeline: %s", bp_strerror(rc));
@@ -266,6 +270,57 @@ static void test_wakes_one(void)
 	       (double)dt / 1e3);
 	if (atomic_load(&wstate[0].timeouts))
 		pt_fail("the sleep timed out instead of being woken");
+	finish(p, jobs, 4, 2);
+}
+
+/*
+ * With ingress lanes the armed sleepers sleep on lane 0's queue, and a job
+ * that comes in another lane must end their sleep: main's submit is dealt
+ * the pipeline's first lane, the handle made after it the second, whose
+ * job (submitted by bp_producer_flush) must be taken at once. The sink
+ * checks which lane each job came in.
+ */
+static void test_wakes_one_lanes(void)
+{
+	static struct job jobs[4];
+	struct bp_pipeline *p;
+	struct bp_producer *h = NULL;
+	int rc;
+
+	open_lanes = 4;
+	p = open_pipeline(1, 8);
+	open_lanes = 0;
+	if (!p)
+		return;
+	memset(jobs, 0, sizeof(jobs));
+	submit(p, &jobs[0]);
+	if (!wait_uint(&wstate[0].taken, 1, 5000) ||
+	    !wait_asleep(&wstate[0], 5000)) {
+		pt_fail("lanes: the stage did not take its first job and "
+			"sleep");
+		return;
+	}
+	if ((rc = bp_producer_create(p, &h)) != 0 ||
+	    (rc = bp_producer_submit(h, &jobs[1].hdr)) != 0 ||
+	    (rc = bp_producer_flush(h)) != 0) {
+		pt_fail("lanes: the handle: %s", bp_strerror(rc));
+		return;
+	}
+	if ((jobs[0].hdr.seq & 3) == (jobs[1].hdr.seq & 3))
+		pt_fail("lanes: the thread and the handle share lane %llu",
+			(unsigned long long)(jobs[0].hdr.seq & 3));
+	if (!wait_uint(&wstate[0].taken, 2, 2000))
+		pt_fail("lanes: a job in lane %llu, submitted while the stage "
+			"slept in poll, was not taken within 2 s",
+			(unsigned long long)(jobs[1].hdr.seq & 3));
+	else if (atomic_load(&wstate[0].timeouts))
+		pt_fail("lanes: the sleep timed out instead of being woken");
+	else
+		printf("lanes: a job in lane %llu woke the sleeper armed on "
+		       "lane 0's queue\n",
+		       (unsigned long long)(jobs[1].hdr.seq & 3));
+	if (bp_producer_destroy(h) != 0)
+		pt_fail("lanes: bp_producer_destroy");
 	finish(p, jobs, 4, 2);
 }
 
@@ -554,6 +609,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	pt_watchdog_arm(120, "test_pipeline_intake");
 	test_wakes_one();
+	test_wakes_one_lanes();
 	test_wakes_several();
 	test_arm_answers();
 	test_gate_wakes();
