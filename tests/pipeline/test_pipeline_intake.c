@@ -243,6 +243,19 @@ static void finish(struct bp_pipeline *p, struct job *jobs, unsigned n,
 	bp_pipeline_destroy(p);
 }
 
+/* Submit jobs[0] and wait until worker 0 holds it asleep in poll. */
+static bool first_job_asleep(struct bp_pipeline *p, struct job *jobs)
+{
+	memset(jobs, 0, 4 * sizeof(*jobs));
+	submit(p, &jobs[0]);
+	if (!wait_uint(&wstate[0].taken, 1, 5000) ||
+	    !wait_asleep(&wstate[0], 5000)) {
+		pt_fail("the stage did not take its first job and sleep");
+		return false;
+	}
+	return true;
+}
+
 /* One worker asleep in poll with a job held: a new job ends the sleep. */
 static void test_wakes_one(void)
 {
@@ -250,15 +263,8 @@ static void test_wakes_one(void)
 	struct bp_pipeline *p = open_pipeline(1, 8);
 	int64_t t0, dt;
 
-	if (!p)
+	if (!p || !first_job_asleep(p, jobs))
 		return;
-	memset(jobs, 0, sizeof(jobs));
-	submit(p, &jobs[0]);
-	if (!wait_uint(&wstate[0].taken, 1, 5000) ||
-	    !wait_asleep(&wstate[0], 5000)) {
-		pt_fail("the stage did not take its first job and sleep");
-		return;
-	}
 	t0 = pt_now_ns();
 	submit(p, &jobs[1]);
 	if (!wait_uint(&wstate[0].taken, 2, 2000))
@@ -290,16 +296,8 @@ static void test_wakes_one_lanes(void)
 	open_lanes = 4;
 	p = open_pipeline(1, 8);
 	open_lanes = 0;
-	if (!p)
+	if (!p || !first_job_asleep(p, jobs))
 		return;
-	memset(jobs, 0, sizeof(jobs));
-	submit(p, &jobs[0]);
-	if (!wait_uint(&wstate[0].taken, 1, 5000) ||
-	    !wait_asleep(&wstate[0], 5000)) {
-		pt_fail("lanes: the stage did not take its first job and "
-			"sleep");
-		return;
-	}
 	if ((rc = bp_producer_create(p, &h)) != 0 ||
 	    (rc = bp_producer_submit(h, &jobs[1].hdr)) != 0 ||
 	    (rc = bp_producer_flush(h)) != 0) {
