@@ -138,26 +138,20 @@ int bpi_lanes_ready(const struct bp_pipeline *p)
 	unsigned ended = 0;
 
 	for (unsigned i = 0; i < p->nlanes; i++) {
-		struct bp_ring *r = p->lanes[i].ring;
+		int r = bpi_ring_peek(p->lanes[i].ring);
 
-		if (!bpi_ring_ready(r))
-			continue;
-		/* ready also says closed and drained: that lane's end */
-		if (!bp_ring_is_closed(r) || bp_ring_count(r))
+		if (r > 0)
 			return 1;
-		ended++;
+		ended += r < 0;
 	}
 	return ended == p->nlanes;
 }
 
 int bpi_lanes_ended(const struct bp_pipeline *p)
 {
-	for (unsigned i = 0; i < p->nlanes; i++) {
-		struct bp_ring *r = p->lanes[i].ring;
-
-		if (!bp_ring_is_closed(r) || bp_ring_count(r))
+	for (unsigned i = 0; i < p->nlanes; i++)
+		if (bpi_ring_peek(p->lanes[i].ring) >= 0)
 			return 0;
-	}
 	return 1;
 }
 

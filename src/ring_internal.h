@@ -88,6 +88,14 @@ int bpi_ring_dequeue_burst_nowake(struct bp_ring *r, void **items, unsigned n);
  */
 int bpi_ring_ready(const struct bp_ring *r);
 
+/*
+ * bpi_ring_ready() telling its two answers apart: 1 when the slot at the
+ * consumers' head is published, -1 when the ring is closed and drained
+ * (the end of the stream), 0 otherwise. Reads the producers' line only
+ * once the ring is closed.
+ */
+int bpi_ring_peek(const struct bp_ring *r);
+
 /* Items ever reserved for enqueue since creation (mod 2^63). */
 uint64_t bpi_ring_enqueued(const struct bp_ring *r);
 

@@ -466,7 +466,7 @@ static int intake_ended(const struct bp_worker *w)
 {
 	if (w->lanes)
 		return bpi_lanes_ended(w->p);
-	return bp_ring_is_closed(w->in) && !bp_ring_count(w->in);
+	return bpi_ring_peek(w->in) < 0;
 }
 
 /*
