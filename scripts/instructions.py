@@ -25,7 +25,11 @@ costs per job.
 With --ordered the pipeline is also profiled with ordered output (`bpbench
 pipeline --sweep-only --ordered`): what the reorder window costs per job.
 
+With --lanes N every unordered pipeline has N ingress lanes (`bpbench
+pipeline --lanes N`).
+
 usage: scripts/instructions.py [BUILD_DIR] [--batch B] [--stages N] [--ordered]
+                              [--lanes N]
        (default: build, B = 32; the issue's small-batch cases: --batch 1)
 """
 import glob
@@ -96,7 +100,7 @@ def count(stderr, what):
 
 
 USAGE = ("usage: scripts/instructions.py [BUILD_DIR] [--batch B] "
-         "[--stages N] [--ordered]")
+         "[--stages N] [--ordered] [--lanes N]")
 
 
 def take_opt(args, name, default):
@@ -111,13 +115,14 @@ def take_opt(args, name, default):
     return value
 
 
-def pipeline_parts(tmp, tag, bench, batch, stages, ordered=False):
+def pipeline_parts(tmp, tag, bench, batch, stages, ordered=False, lanes=None):
     """Library instructions of a pipeline run, per role, and its jobs."""
     threads, err = profile(tmp, tag, [
         bench, "pipeline", "--sweep-only", "--no-warmup", "--workers", "2",
         "--batches", batch, "--waits", "spin-sleep", "--no-latency",
         "--runs", "1", "--ms", "300", "--work-ns", "0",
-        "--stages", str(stages)] + (["--ordered"] if ordered else []))
+        "--stages", str(stages)] + (["--ordered"] if ordered else []) +
+        (["--lanes", lanes] if lanes else []))
     jobs = count(err, "jobs")
     part = {"producers": 0, "workers": 0, "sink": 0}
     seen = {"producers": 0, "workers": 0, "sink": 0}
@@ -152,18 +157,21 @@ def main():
     args = sys.argv[1:]
     batch = take_opt(args, "--batch", "32")
     stages = int(take_opt(args, "--stages", "1"))
+    lanes = take_opt(args, "--lanes", None)
     ordered = "--ordered" in args
     if ordered:
         args.remove("--ordered")
     build = args[0] if args else "build"
     bench = os.path.join(build, "bench", "bpbench")
     with tempfile.TemporaryDirectory() as tmp:
-        part, jobs = pipeline_parts(tmp, "pipe", bench, batch, 1)
+        part, jobs = pipeline_parts(tmp, "pipe", bench, batch, 1,
+                                    lanes=lanes)
         chain = ordp = None
         if ordered:
             ordp = pipeline_parts(tmp, "ordered", bench, batch, 1, True)
         if stages > 1:
-            chain = pipeline_parts(tmp, "chain", bench, batch, stages)
+            chain = pipeline_parts(tmp, "chain", bench, batch, stages,
+                                   lanes=lanes)
         threads, err = profile(tmp, "ring", [
             bench, "ring", "--points", "1x1", "--batches", batch,
             "--queues", "batchpipe", "--runs", "1", "--ms", "300",
@@ -177,7 +185,9 @@ def main():
     if jobs == 0 or items == 0 or total <= 0 or enq <= 0 or deq <= 0:
         sys.exit("a count is zero: the profiles did not match")
     print(f"Instructions (valgrind callgrind), B={batch}")
-    print(f"pipeline, 2P/2W unordered, {jobs} jobs: {total / jobs:.1f} "
+    lanes_note = f", {lanes} ingress lanes" if lanes else ""
+    print(f"pipeline, 2P/2W unordered{lanes_note}, {jobs} jobs: "
+          f"{total / jobs:.1f} "
           "per job = " + ", ".join(f"{k} {v / jobs:.1f}"
                                    for k, v in part.items()))
     print(f"ring 1x1, {items} items: {(enq + deq) / items:.1f} per item "
