@@ -830,7 +830,7 @@ set title 'bp_ring against each other queue, per point (P producers x C consumer
         out = {}
         with open(p, encoding="utf-8", errors="replace") as f:
             for row in csv.reader(f):
-                if len(row) == 8 and row[0] == "plain" and row[1] != "producers":
+                if len(row) >= 8 and row[0] == "plain" and row[1] != "producers":
                     v = num(row[6])
                     if v is not None:
                         out.setdefault((row[4], int(row[2]), int(row[3])), []).append(v)

@@ -86,6 +86,14 @@ static void pb_sweep(const struct pb_opts *o, struct pb_results *r,
 			else if (p->kind == PB_PLAIN)
 				res = pb_plain_once(o, prod, o->producers, p->W,
 						    p->B, p->wait, o->a.ms);
+			else if (p->kind == PB_LANES) {
+				struct pb_opts lo = *o;
+
+				lo.lanes = pb_lanes_of(o->producers);
+				res = pb_run_once(&lo, prod, o->producers,
+						  p->W, p->B, p->wait, false, 0,
+						  o->a.ms);
+			}
 			else
 				res = pb_run_once(o, prod, o->producers, p->W,
 						  p->B, p->wait, p->ordered,
@@ -273,7 +281,9 @@ static const struct bench_opt pb_options[] = {
 	 "skip latency, wake-up, idle, hand-off and the wake floor"},
 	{"no-plain", NULL, pb_set_no_plain,
 	 "skip the plain variant (the hand-written design with\n"
-	 "no library, run at every unordered W x B x wait point)"},
+	 "no library, run at every unordered W x B x wait point) and\n"
+	 "the lanes twins (the pipeline with a lane per producer,\n"
+	 "run beside it at B <= 8, spin-sleep)"},
 	{"stages", "N", pb_set_stages,
 	 "chains of N stages (2..8), W workers each, the work split\n"
 	 "evenly: against one stage doing all of it, and a serial\n"
@@ -304,7 +314,8 @@ static const struct bench_opt pb_options[] = {
 	 "egress_capacity (default: the library's, 1024)"},
 	{"lanes", "N", pb_set_lanes,
 	 "ingress_lanes of every unordered pipeline (a power of two;\n"
-	 "default: the library's, one ingress ring)"},
+	 "default: the library's, one ingress ring; then no lanes\n"
+	 "twins)"},
 	{"spin-ns", "N", pb_set_spin_ns,
 	 "spin-sleep: spin_ns of every wait (default: the library's,\n"
 	 "20000)"},
@@ -317,7 +328,7 @@ static const struct bench_opt pb_options[] = {
 		      "Mjobs_per_s,p50_us,p99_us,cpu_ns_per_job (p50/p99:\n"
 		      "bp_pipeline_stats of the run; CPU: the process's, per "
 		      "job),\nthen tagged blocks ring1x1, alone, work, "
-		      "latency,\nhandoff, wakefloor, plain"),
+		      "latency,\nhandoff, wakefloor, plain, lanes"),
 	BENCH_OPT_OUT,
 	BENCH_OPT_NAME,
 	BENCH_OPT_HELP,

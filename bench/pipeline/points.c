@@ -55,11 +55,28 @@ void pb_build_points(const struct pb_opts *o, struct pb_results *r)
 		for (int w = 0; w < o->nworkers; w++)
 			pb_add(r, PB_WORK, o->workers[w], PB_HEAD_B,
 			       PB_HEAD_WAIT, false);
-	/* the plain twin of every unordered trivial point, headline too */
-	for (int i = 0, n = r->npoints; o->plain && i < n; i++)
-		if (r->pt[i].kind == PB_PIPE && !r->pt[i].ordered)
-			pb_add(r, PB_PLAIN, r->pt[i].W, r->pt[i].B,
-			       r->pt[i].wait, false);
+	/* the plain twin of every unordered trivial point, headline too;
+	 * the lanes twin of the small-batch ones (not with --lanes, which
+	 * gives every point lanes, nor with one producer) */
+	for (int i = 0, n = r->npoints; o->plain && i < n; i++) {
+		const struct pb_point p = r->pt[i];
+
+		if (p.kind != PB_PIPE || p.ordered)
+			continue;
+		pb_add(r, PB_PLAIN, p.W, p.B, p.wait, false);
+		if (!o->lanes && o->producers > 1 && p.wait == PB_HEAD_WAIT &&
+		    p.B <= PB_LANES_MAX_B)
+			pb_add(r, PB_LANES, p.W, p.B, p.wait, false);
+	}
+}
+
+unsigned pb_lanes_of(unsigned producers)
+{
+	unsigned n = 1;
+
+	while (n < producers && n < BP_MAX_LANES)
+		n *= 2;
+	return n;
 }
 
 double *pb_cell(const struct pb_results *r, double *a, int run, int i)

@@ -13,9 +13,16 @@
 /*
  * PB_ALONE: the benchmark's own per-job work in one thread, no pipeline;
  * PB_PLAIN: the same jobs through the plain hand-written design (plain.c),
- * the twin of every unordered PB_PIPE point
+ * the twin of every unordered PB_PIPE point; PB_LANES: the pipeline with
+ * an ingress lane per producer (pb_lanes_of), the twin of every unordered
+ * PB_PIPE point at the headline's wait and B <= PB_LANES_MAX_B, where one
+ * contended claim per job is what lanes remove
  */
-enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE, PB_PLAIN };
+enum pb_kind { PB_PIPE, PB_WORK, PB_RING, PB_ALONE, PB_PLAIN, PB_LANES };
+#define PB_LANES_MAX_B 8
+
+/* ingress_lanes of the PB_LANES points: the producers, to a power of two */
+unsigned pb_lanes_of(unsigned producers);
 
 struct pb_point {
 	enum pb_kind kind;

@@ -57,6 +57,23 @@ static void pb_cell_plain(const struct pb_results *r, int i, char *buf,
 		 range);
 }
 
+/* The same with the pipeline's ingress lanes twin of point i (PB_LANES):
+ * lanes / plain, then lanes / one ingress ring, medians of per-run ratios;
+ * blank where no twin was run. */
+static void pb_cell_lanes(const struct pb_results *r, int i, char *buf,
+			  size_t len)
+{
+	const struct pb_point *p = i < 0 ? NULL : &r->pt[i];
+	int l = p ? pb_find(r, PB_LANES, p->W, p->B, p->wait, false) : -1;
+	int j = p ? pb_find(r, PB_PLAIN, p->W, p->B, p->wait, false) : -1;
+
+	if (l < 0)
+		snprintf(buf, len, "%13s", "");
+	else
+		snprintf(buf, len, "%6.3f %6.3f", pb_med_ratio(r, l, j),
+			 pb_med_ratio(r, l, i));
+}
+
 /* CPU per job at point i: the pipeline's median ns (its producers' part),
  * the plain variant's, then the median of per-run ratios pipeline /
  * plain. */
@@ -161,6 +178,36 @@ static void pb_print_plain(FILE *f, const struct pb_report *rep)
 		"the median of per-run ratios pipeline / plain (lower: less "
 		"CPU)\n");
 	pb_print_grid(f, o, r, 33, pb_cell_cpu);
+	if (o->lanes || o->producers < 2)
+		return;
+	fprintf(f,
+		"\nIngress lanes: the same pipeline with a lane per producer "
+		"(ingress_lanes = %u),\nrun in the same runs at B <= %u, "
+		"wait %s. Cell: median of per-run ratios\nlanes / plain, then "
+		"lanes / one ingress ring\n",
+		pb_lanes_of(o->producers), PB_LANES_MAX_B,
+		pb_waits[PB_HEAD_WAIT].name);
+	fprintf(f, "%4s", "W");
+	for (int b = 0; b < o->nbatches; b++)
+		if (o->batches[b] <= PB_LANES_MAX_B)
+			fprintf(f, "  %9s%-4u", "B=", o->batches[b]);
+	fprintf(f, "\n");
+	for (int wk = 0; wk < o->nworkers; wk++) {
+		fprintf(f, "%4u", o->workers[wk]);
+		for (int b = 0; b < o->nbatches; b++) {
+			char buf[64];
+
+			if (o->batches[b] > PB_LANES_MAX_B)
+				continue;
+			pb_cell_lanes(r,
+				      pb_find(r, PB_PIPE, o->workers[wk],
+					      o->batches[b], PB_HEAD_WAIT,
+					      false),
+				      buf, sizeof(buf));
+			fprintf(f, "  %s", buf);
+		}
+		fprintf(f, "\n");
+	}
 }
 
 /* What ordered output costs against unordered, per B. */
@@ -410,10 +457,12 @@ static void pb_print_headline_latency(FILE *f, const struct pb_report *rep)
 static const unsigned pb_plain_ws[] = {1, 2, 4, 16};
 #define PB_NPLAIN_WS (sizeof(pb_plain_ws) / sizeof(pb_plain_ws[0]))
 
-/* Pipeline / plain at spin-sleep, (W, B): median of per-run ratios. */
-static double pb_plain_ratio(const struct pb_results *r, unsigned W, unsigned B)
+/* Pipeline (kind: PB_PIPE, or PB_LANES) / plain at spin-sleep, (W, B):
+ * median of per-run ratios. */
+static double pb_plain_ratio(const struct pb_results *r, enum pb_kind kind,
+			     unsigned W, unsigned B)
 {
-	return pb_med_ratio(r, pb_find(r, PB_PIPE, W, B, PB_HEAD_WAIT, false),
+	return pb_med_ratio(r, pb_find(r, kind, W, B, PB_HEAD_WAIT, false),
 			    pb_find(r, PB_PLAIN, W, B, PB_HEAD_WAIT, false));
 }
 
@@ -451,7 +500,8 @@ static int pb_plain_bs(const struct pb_results *r, unsigned bmin, unsigned bmax,
  * numbers, a line per B. met only when every one was measured and meets.
  */
 static void pb_print_plain_target(FILE *f, const struct pb_report *rep,
-				  unsigned bmin, unsigned bmax, double target)
+				  enum pb_kind kind, unsigned bmin,
+				  unsigned bmax, double target)
 {
 	const struct pb_results *r = rep->r;
 	unsigned bs[PB_MAX_POINTS], worst_w = 0, worst_b = 0;
@@ -461,7 +511,8 @@ static void pb_print_plain_target(FILE *f, const struct pb_report *rep,
 
 	for (int b = 0; b < nb; b++)
 		for (size_t k = 0; k < PB_NPLAIN_WS; k++) {
-			double v = pb_plain_ratio(r, pb_plain_ws[k], bs[b]);
+			double v = pb_plain_ratio(r, kind, pb_plain_ws[k],
+						  bs[b]);
 
 			if (isnan(v))
 				continue;
@@ -488,7 +539,8 @@ static void pb_print_plain_target(FILE *f, const struct pb_report *rep,
 	for (int b = 0; b < nb; b++) {
 		fprintf(f, "      B=%-4u", bs[b]);
 		for (size_t k = 0; k < PB_NPLAIN_WS; k++) {
-			double v = pb_plain_ratio(r, pb_plain_ws[k], bs[b]);
+			double v = pb_plain_ratio(r, kind, pb_plain_ws[k],
+						  bs[b]);
 
 			if (isnan(v))
 				fprintf(f, "  W=%-2u   n/a", pb_plain_ws[k]);
@@ -509,8 +561,16 @@ static void pb_print_headline_plain(FILE *f, const struct pb_report *rep)
 		"%s, W = 1, 2, 4, 16;\n   medians of per-run ratios (n/a: "
 		"not measured, see --workers, --batches, --waits)\n",
 		pb_waits[PB_HEAD_WAIT].name);
-	pb_print_plain_target(f, rep, 1, 1, 0.90);
-	pb_print_plain_target(f, rep, 8, UINT_MAX, 1.00);
+	pb_print_plain_target(f, rep, PB_PIPE, 1, 1, 0.90);
+	pb_print_plain_target(f, rep, PB_PIPE, 8, UINT_MAX, 1.00);
+	if (rep->o->lanes || rep->o->producers < 2)
+		return;
+	fprintf(f,
+		"   with an ingress lane per producer (ingress_lanes = %u, "
+		"--lanes %u):\n",
+		pb_lanes_of(rep->o->producers), pb_lanes_of(rep->o->producers));
+	pb_print_plain_target(f, rep, PB_LANES, 1, 1, 0.90);
+	pb_print_plain_target(f, rep, PB_LANES, 8, PB_LANES_MAX_B, 1.00);
 }
 
 /* The headline: the key points, each with its target. */
@@ -662,6 +722,38 @@ static void pb_print_csv_plain(FILE *f, const struct pb_report *rep)
 	}
 }
 
+/* The lanes twins' block (PB_LANES; none with --lanes, --no-plain, one
+ * producer or --sweep-only). */
+static void pb_print_csv_lanes(FILE *f, const struct pb_report *rep)
+{
+	const struct pb_results *r = rep->r;
+
+	/* lanes_over_plain, lanes_over_pipe: this run over the twins' run of
+	 * the same index */
+	fprintf(f, "lanes,producers,lanes,workers,B,wait,run,Mjobs_per_s,"
+		   "lanes_over_plain,lanes_over_pipe,cpu_ns_per_job\n");
+	for (int l = 0; l < r->npoints; l++) {
+		const struct pb_point *p = &r->pt[l];
+		int i, j;
+
+		if (p->kind != PB_LANES)
+			continue;
+		i = pb_find(r, PB_PIPE, p->W, p->B, p->wait, false);
+		j = pb_find(r, PB_PLAIN, p->W, p->B, p->wait, false);
+		for (int run = 0; run < r->runs; run++) {
+			double mj = *pb_cell(r, r->mj, run, l);
+
+			fprintf(f, "lanes,%u,%u,%u,%u,%s,%d,%.3f,%.4f,%.4f,%.1f\n",
+				rep->o->producers,
+				pb_lanes_of(rep->o->producers), p->W, p->B,
+				pb_waits[p->wait].name, run, mj,
+				mj / *pb_cell(r, r->mj, run, j),
+				mj / *pb_cell(r, r->mj, run, i),
+				*pb_cell(r, r->cpu, run, l));
+		}
+	}
+}
+
 void pb_print_csv(FILE *f, const void *ctx)
 {
 	const struct pb_report *rep = ctx;
@@ -721,4 +813,5 @@ void pb_print_csv(FILE *f, const void *ctx)
 	if (o->latency)
 		pb_print_csv_latency(f, rep);
 	pb_print_csv_plain(f, rep);
+	pb_print_csv_lanes(f, rep);
 }

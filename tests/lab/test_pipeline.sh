@@ -24,6 +24,7 @@ lat_hdr='latency,wait,test,run,bench_p50_us,bench_p99_us,bp_p50_us,bp_p99_us,idl
 handoff_hdr='handoff,run,ns_one_way'
 floor_hdr='wakefloor,run,p50_us,p99_us'
 plain_hdr='plain,producers,workers,B,wait,run,Mjobs_per_s,pipe_over_plain,cpu_ns_per_job'
+lanes_hdr='lanes,producers,lanes,workers,B,wait,run,Mjobs_per_s,lanes_over_plain,lanes_over_pipe,cpu_ns_per_job'
 # every point and phase once, each as short as it goes
 args='--runs 1 --ms 5 --workers 1 --batches 8 --waits spin-sleep
       --work-ns 100 --lat-ms 5 --wake-samples 3 --wake-gap-us 100
@@ -34,14 +35,17 @@ args='--runs 1 --ms 5 --workers 1 --batches 8 --waits spin-sleep
 	fail "pipeline --csv exited $?: $(tail -3 "$tmp/err")"
 grep -q 'every run verified' "$tmp/err" || fail "no verification line"
 counts=$(check_csv "$tmp/p.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
-	"$work_hdr" "$lat_hdr" "$handoff_hdr" "$floor_hdr" "$plain_hdr") ||
-	fail "bad CSV: $counts"
+	"$work_hdr" "$lat_hdr" "$handoff_hdr" "$floor_hdr" "$plain_hdr" \
+	"$lanes_hdr") || fail "bad CSV: $counts"
 # pipeline points: W1 B8, ordered W2 B8, and the headline W2/W16 at B32
 # (unordered, ordered); ring and alone at B8 and B32; work at W1; one
 # low-load, same-wait, wake-up and idle row; one hand-off; one floor; the
-# plain twins of the unordered points (W1 B8, W2 and W16 at B32)
-[ "$counts" = "5 2 2 1 4 1 1 3" ] ||
-	fail "rows per block: $counts, expected 5 2 2 1 4 1 1 3"
+# plain twins of the unordered points (W1 B8, W2 and W16 at B32); the
+# lanes twin of the one at B <= 8 (W1 B8: 2 producers, 2 lanes)
+[ "$counts" = "5 2 2 1 4 1 1 3 1" ] ||
+	fail "rows per block: $counts, expected 5 2 2 1 4 1 1 3 1"
+grep -Eq '^lanes,2,2,1,8,spin-sleep,0,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+[.][0-9]$' \
+	"$tmp/p.csv" || fail "no lanes row for W1 B8 spin-sleep"
 [ -s "$tmp/o1/pipeline.csv" ] || fail "--out wrote no pipeline.csv"
 cmp -s "$tmp/p.csv" "$tmp/o1/pipeline.csv" ||
 	fail "--out file differs from the --csv output"
@@ -54,9 +58,9 @@ cmp -s "$tmp/p.csv" "$tmp/o1/pipeline.csv" ||
 head -1 "$tmp/table" | grep -q '^bpbench pipeline:' || fail "no table"
 grep -q '^HEADLINE' "$tmp/table" || fail "no headline in the table"
 counts=$(check_csv "$tmp/o2/sweep.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
-	"$plain_hdr") || fail "bad --out CSV: $counts"
-[ "$counts" = "2 0 0 0" ] ||
-	fail "rows per block of sweep.csv: $counts, expected 2 0 0 0"
+	"$plain_hdr" "$lanes_hdr") || fail "bad --out CSV: $counts"
+[ "$counts" = "2 0 0 0 0" ] ||
+	fail "rows per block of sweep.csv: $counts, expected 2 0 0 0 0"
 
 # --ordered: the sweep's pipelines deliver in order (instructions.py)
 "$BPBENCH" pipeline --quick --sweep-only --ordered --no-latency --runs 1 \
@@ -80,9 +84,9 @@ grep -q '^   B=1, target >= 0.90: ' "$tmp/table3" || fail "no B=1 plain target"
 grep -Eq '^   B>=8, target >= 1.00: (met|MISSED|n/a)' "$tmp/table3" ||
 	fail "no B>=8 plain target"
 counts=$(check_csv "$tmp/o3/pipeline.csv" "$pipe_hdr" "$ring_hdr" \
-	"$alone_hdr" "$plain_hdr") || fail "bad plain CSV: $counts"
-[ "$counts" = "5 2 2 3" ] ||
-	fail "rows per block with plain: $counts, expected 5 2 2 3"
+	"$alone_hdr" "$plain_hdr" "$lanes_hdr") || fail "bad plain CSV: $counts"
+[ "$counts" = "5 2 2 3 0" ] ||
+	fail "rows per block with plain: $counts, expected 5 2 2 3 0"
 grep -Eq '^plain,2,1,8,sleep,0,[0-9.]+,[0-9.]+,[0-9]+[.][0-9]$' \
 	"$tmp/o3/pipeline.csv" || fail "no plain row for W1 B8 sleep"
 # CPU per job: measured (a positive number, not nan) for both variants,
@@ -100,9 +104,9 @@ grep -q '^CPU per job, the same runs: ' "$tmp/table3" ||
 	fail "pipeline --no-plain exited $?: $(tail -3 "$tmp/err")"
 grep -q '^Pipeline / plain' "$tmp/np.csv" && fail "--no-plain printed a table"
 counts=$(check_csv "$tmp/np.csv" "$pipe_hdr" "$ring_hdr" "$alone_hdr" \
-	"$plain_hdr") || fail "bad --no-plain CSV: $counts"
-[ "$counts" = "5 2 2 0" ] ||
-	fail "rows per block with --no-plain: $counts, expected 5 2 2 0"
+	"$plain_hdr" "$lanes_hdr") || fail "bad --no-plain CSV: $counts"
+[ "$counts" = "5 2 2 0 0" ] ||
+	fail "rows per block with --no-plain: $counts, expected 5 2 2 0 0"
 
 # --stages: a chain against one stage, a serial stage against a mutex
 "$BPBENCH" pipeline --stages 2 --runs 1 --ms 5 --work-ns 200 --pool 256 \
