@@ -130,20 +130,29 @@ static bool force_owes(struct bp_pipeline *p, struct bp_producer *pr,
  * How long the flusher waits for room in a full lane before it walks the
  * handles again. With one lane, until there is room: nobody can submit
  * before. With lanes, handles of other lanes may fall due meanwhile: until
- * the next deadline the walk saw (next), or for one that a job staged
- * after the walk starts, ROOM_LOW_WATER_NS at most.
+ * the next deadline the walk saw (next), and for a handle whose first job
+ * is staged after the walk, FULL_WAIT_MIN_NS, doubled while the lane stays
+ * full, up to FULL_WAIT_MAX_NS: a lane that stays full (its workers held
+ * back) costs the flusher a look every 16 ms, not every millisecond, and
+ * such a handle waits that long at most.
  */
-static int64_t full_wait_ns(const struct bp_pipeline *p, int64_t next)
+#define FULL_WAIT_MIN_NS INT64_C(1000000)
+#define FULL_WAIT_MAX_NS INT64_C(16000000)
+
+static int64_t full_wait_ns(struct bp_pipeline *p, int64_t next)
 {
-	int64_t left;
+	int64_t wait = p->fl.full_backoff_ns, left;
 
 	if (p->nlanes == 1)
 		return -1;
+	if (wait < FULL_WAIT_MIN_NS) /* the first, zeroed at create */
+		wait = FULL_WAIT_MIN_NS;
+	if (wait < FULL_WAIT_MAX_NS)
+		p->fl.full_backoff_ns = 2 * wait;
 	if (next < 0)
-		return ROOM_LOW_WATER_NS;
+		return wait;
 	left = next - bpi_now_ns();
-	return left < 0 ? 0 : left < ROOM_LOW_WATER_NS ? left
-						       : ROOM_LOW_WATER_NS;
+	return left < 0 ? 0 : left < wait ? left : wait;
 }
 
 /*
@@ -307,6 +316,8 @@ static void *flusher_main(void *arg)
 			if (next < 0 || soon < next)
 				next = soon;
 		}
+		if (!full)
+			fl->full_backoff_ns = FULL_WAIT_MIN_NS;
 		if (again) {
 			/* until room for a handle's batch, or close: no claim
 			 * held. relaxed: any recent batch size will do */

@@ -42,6 +42,9 @@ struct bpi_flusher {
 	uint64_t force_round;  /* the request it answers, 0: none */
 	int64_t force_poll_ns; /* how soon to look again at a busy owner */
 	bool force_left;       /* a walk saw jobs the round waits for */
+	/* with ingress lanes: the longest next wait for room in a full
+	 * lane with no handle due (flusher.c's full_wait_ns) */
+	int64_t full_backoff_ns;
 	/*
 	 * bp_pipeline_flush's first step (src/flush.h): callers fetch_add
 	 * force_req and wake wq; the flusher answers in force_done once

@@ -168,8 +168,10 @@ static struct bpi_lane *deal(struct bp_pipeline *p)
 
 struct bpi_lane *bpi_lane_deal_thread(struct bp_pipeline *p)
 {
-	bpi_thread_lane.id = p->lanes_id;
+	/* the lane first: a signal handler that submits between the two
+	 * stores finds no id of p, and is dealt a lane of its own */
 	bpi_thread_lane.lane = deal(p);
+	bpi_thread_lane.id = p->lanes_id;
 	return bpi_thread_lane.lane;
 }
 

@@ -6,7 +6,7 @@
  * goes the old way, a take reaches the ring through its lane.
  *
  * - A producer reserves and publishes in its lane: bp_pipeline_submit in
- *   the calling thread's (bpi_lane_of_thread), a producer handle in its
+ *   the calling thread's (bpi_thread_lane), a producer handle in its
  *   own. A job's seq is its lane position << lane_bits | its lane
  *   (bpi_lane_seq): unique, increasing within a lane, not dense.
  * - Every lane publishes quietly and wakes one queue, lane 0's not-empty
@@ -91,14 +91,15 @@ int bpi_lanes_ended(const struct bp_pipeline *p);
  * last pipeline it submitted to with lanes (lanes_id names it; a thread
  * that alternates between two such pipelines is dealt a lane each time
  * it comes back, which is correct, a lane being a multi-producer ring).
- * Initial-exec: the submit reads it with no call.
+ * The default TLS model (one __tls_get_addr call per submit with lanes,
+ * from the shared library) keeps the library loadable with dlopen, as
+ * src/self.c says; initial-exec would save the call and need static TLS.
  */
 struct bpi_thread_lane {
 	uint64_t id; /* the pipeline's lanes_id; 0: none */
 	struct bpi_lane *lane;
 };
-extern __thread struct bpi_thread_lane bpi_thread_lane
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct bpi_thread_lane bpi_thread_lane;
 
 /* Deal the calling thread a lane of p (cold: its first submit). */
 struct bpi_lane *bpi_lane_deal_thread(struct bp_pipeline *p);

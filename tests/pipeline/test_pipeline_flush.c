@@ -650,21 +650,29 @@ static void test_flush_never_started(void **unused)
 	bp_pipeline_destroy(p);
 }
 
+/* After every test, also a failed one: the stage lets jobs through. */
+static int reopen_gate(void **unused)
+{
+	(void)unused;
+	atomic_store(&gate_open, 1);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flush_lifecycle),
-		cmocka_unit_test(test_flush_takes_staged),
-		cmocka_unit_test(test_flush_timeout),
-		cmocka_unit_test(test_flush_from_sink),
-		cmocka_unit_test(test_flush_during_drain),
-		cmocka_unit_test(test_flush_never_started),
-		cmocka_unit_test(test_flush_owner_interrupted),
-		cmocka_unit_test(test_flush_drain_strands),
-		cmocka_unit_test(test_flush_unordered),
-		cmocka_unit_test(test_flush_lanes),
-		cmocka_unit_test(test_flush_full_lane),
-		cmocka_unit_test(test_flush_ordered),
+		cmocka_unit_test_teardown(test_flush_lifecycle, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_takes_staged, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_timeout, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_from_sink, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_during_drain, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_never_started, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_owner_interrupted, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_drain_strands, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_unordered, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_lanes, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_full_lane, reopen_gate),
+		cmocka_unit_test_teardown(test_flush_ordered, reopen_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
