@@ -70,6 +70,8 @@ static inline bool bpi_bad_job_pointers(struct bp_job *const *jobs, unsigned n)
 {
 	uintptr_t or1 = 0;
 
+	if (n == 1) /* B=1: no loop either */
+		return ((uintptr_t)jobs[0] & 1) | !jobs[0];
 	if (n < 4) { /* the one-job batches of small B: no vector set-up */
 		for (unsigned i = 0; i < n; i++)
 			or1 |= ((uintptr_t)jobs[i] & 1) | !jobs[i];

@@ -206,6 +206,17 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
 {
 	uint32_t diff = 0, st = 0;
 
+	if (n == 1) {
+		/* B=1: no loop set-up (the unrolled loop's is 14 instructions
+		 * for one job) */
+		struct bp_job *j = jobs[0];
+		uint32_t v = j->pipeline_word;
+
+		j->pipeline_word = v ^ flip;
+		*any = chain ? (uint32_t)j->status : 0;
+		out[0] = j;
+		return v ^ in;
+	}
 #pragma GCC unroll 4
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = jobs[i];
@@ -250,11 +261,41 @@ recovered(struct bp_job **out, unsigned n)
  * the stage still holds. In a chain the mark is the stage's (STAGE_MARK),
  * and a job this stage failed is named with it here.
  */
-int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+/* A repeat among them, or more than the stage holds: job by job (cold). */
+static int __attribute__((noinline, cold))
+complete_each(struct bp_worker *w, struct bp_job **jobs, unsigned n,
+	      struct bp_job **out, uint64_t room)
 {
 	const struct bp_job *first_repeat = NULL;
-	struct bp_job **out;
 	unsigned k = 0, repeats = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct bp_job *j = jobs[i];
+
+		if (__builtin_expect(j->pipeline_word != w->st->mark_in, 0)) {
+			if (!repeats++)
+				first_repeat = j;
+			continue;
+		}
+		if (__builtin_expect(k == room, 0))
+			return refuse_overrun(w, out, k, n);
+		j->pipeline_word = w->st->mark_in ^ w->st->mark_flip;
+		out[k++] = j;
+	}
+	if (repeats)
+		log_repeats(w, first_repeat, repeats, n);
+	if (w->st->names_failures)
+		chain_failures(w, out, k);
+	if (w->st->flags & BP_STAGE_TAKES_FAILED)
+		recovered(out, k);
+	w->dend += k;
+	bpi_stat_add(&w->st_completed, k);
+	return (int)k;
+}
+
+int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+{
+	struct bp_job **out;
 	uint64_t room;
 
 	if (!w)
@@ -304,29 +345,7 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		for (unsigned i = 0; i < n; i++)
 			jobs[i]->pipeline_word ^= flip;
 	}
-	/* a repeat among them, or more than the stage holds: job by job */
-	for (unsigned i = 0; i < n; i++) {
-		struct bp_job *j = jobs[i];
-
-		if (__builtin_expect(j->pipeline_word != w->st->mark_in, 0)) {
-			if (!repeats++)
-				first_repeat = j;
-			continue;
-		}
-		if (__builtin_expect(k == room, 0))
-			return refuse_overrun(w, out, k, n);
-		j->pipeline_word = w->st->mark_in ^ w->st->mark_flip;
-		out[k++] = j;
-	}
-	if (repeats)
-		log_repeats(w, first_repeat, repeats, n);
-	if (w->st->names_failures)
-		chain_failures(w, out, k);
-	if (w->st->flags & BP_STAGE_TAKES_FAILED)
-		recovered(out, k);
-	w->dend += k;
-	bpi_stat_add(&w->st_completed, k);
-	return (int)k;
+	return complete_each(w, jobs, n, out, room);
 }
 
 /*
