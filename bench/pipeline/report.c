@@ -524,9 +524,8 @@ static void pb_print_plain_target(FILE *f, const struct pb_report *rep,
 				worst_b = bs[b];
 			}
 		}
-	fprintf(f,
-		"   B%s%u, target >= %.2f: ", bmin == bmax ? "=" : ">=", bmin,
-		target);
+	fprintf(f, "   B%s%u%s, target >= %.2f: ", bmin == bmax ? "=" : ">=",
+		bmin, kind == PB_LANES ? " with lanes" : "", target);
 	if (!measured)
 		fprintf(f, "n/a (not measured)\n");
 	else if (below)
