@@ -122,7 +122,8 @@ int bpi_lanes_take(struct bp_pipeline *p, unsigned *next, void **items,
 
 		if (k > 0) {
 			/* the next take starts at the next lane: a producer
-			 * that keeps its lane full does not starve the others */
+			 * that keeps its lane full does not starve the others
+			 */
 			*next = at + 1;
 			*lane = l;
 			return k;

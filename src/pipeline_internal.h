@@ -337,11 +337,11 @@ int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
 
 /*
  * After a worker's take from ingress lane l: wake the threads waiting for
- * room in it once there is as much as one of them waits for. A take that leaves less wakes
- * nobody, so a waiter sleeps through the takes that would only let it in
- * for one batch and out again. With nobody waiting (the usual case) this is
- * one load of a line nobody writes: the count of free slots, which reads
- * the producers' line, only when somebody waits.
+ * room in it once there is as much as one of them waits for. A take that leaves
+ * less wakes nobody, so a waiter sleeps through the takes that would only let
+ * it in for one batch and out again. With nobody waiting (the usual case) this
+ * is one load of a line nobody writes: the count of free slots, which reads the
+ * producers' line, only when somebody waits.
  */
 static inline void bpi_ingress_taken(struct bpi_lane *l)
 {

@@ -604,7 +604,8 @@ static int empty_or_eos(const struct bp_ring *r, uint64_t ch, unsigned need)
 	 * the hint is seen the ring is open for this look: a sleeper's
 	 * re-check after its prepare sees the hint or is woken by close,
 	 * whose wakes come after both stores */
-	if (likely(!atomic_load_explicit(&r->closed_hint, memory_order_relaxed)))
+	if (likely(!atomic_load_explicit(&r->closed_hint,
+					 memory_order_relaxed)))
 		return 0;
 	/* acquire: see the final prod.head that came with the closed bit */
 	ph = atomic_load_explicit(&r->prod_head, memory_order_acquire);

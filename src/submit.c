@@ -29,8 +29,8 @@
  * deadline, and drain, for what they have left.
  *
  * The waiters say what they wait for in their lane's room_need, the
- * smallest need of them all (ROOM_NOBODY when none). A worker's take wakes not-full only
- * once that many slots are free (bpi_ingress_taken), and first
+ * smallest need of them all (ROOM_NOBODY when none). A worker's take wakes
+ * not-full only once that many slots are free (bpi_ingress_taken), and first
  * puts ROOM_NOBODY back: every waiter it wakes, and any that was not
  * asleep yet, says its need again before it sleeps again (room_try runs
  * after the waitq's prepare, every time). docs/wakeup.md, "Room in
@@ -47,7 +47,8 @@ static int room_try(void *arg)
 	struct room_want *w = arg;
 	struct bpi_lane *l = w->l;
 	/* relaxed: only to skip the write; the CAS below orders */
-	unsigned cur = atomic_load_explicit(&l->room_need, memory_order_relaxed);
+	unsigned cur =
+		atomic_load_explicit(&l->room_need, memory_order_relaxed);
 
 	/*
 	 * seq_cst: Dekker with the worker's take (bpi_ingress_taken): either

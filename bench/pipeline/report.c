@@ -742,7 +742,8 @@ static void pb_print_csv_lanes(FILE *f, const struct pb_report *rep)
 		for (int run = 0; run < r->runs; run++) {
 			double mj = *pb_cell(r, r->mj, run, l);
 
-			fprintf(f, "lanes,%u,%u,%u,%u,%s,%d,%.3f,%.4f,%.4f,%.1f\n",
+			fprintf(f,
+				"lanes,%u,%u,%u,%u,%s,%d,%.3f,%.4f,%.4f,%.1f\n",
 				rep->o->producers,
 				pb_lanes_of(rep->o->producers), p->W, p->B,
 				pb_waits[p->wait].name, run, mj,
