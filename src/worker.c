@@ -253,14 +253,6 @@ recovered(struct bp_job **out, unsigned n)
 			out[i]->stage = BP_JOB_NO_STAGE;
 }
 
-/*
- * Each job is checked and marked in its pipeline_word (a load and a store
- * in the line whose status the stage has just set): a job completed twice,
- * in one call or two, is refused by itself, and the others are accepted,
- * so a repeat can neither reach the sink twice nor eat the count of a job
- * the stage still holds. In a chain the mark is the stage's (STAGE_MARK),
- * and a job this stage failed is named with it here.
- */
 /* A repeat among them, or more than the stage holds: job by job (cold). */
 static int __attribute__((noinline, cold))
 complete_each(struct bp_worker *w, struct bp_job **jobs, unsigned n,
@@ -293,6 +285,14 @@ complete_each(struct bp_worker *w, struct bp_job **jobs, unsigned n,
 	return (int)k;
 }
 
+/*
+ * Each job is checked and marked in its pipeline_word (a load and a store
+ * in the line whose status the stage has just set): a job completed twice,
+ * in one call or two, is refused by itself, and the others are accepted,
+ * so a repeat can neither reach the sink twice nor eat the count of a job
+ * the stage still holds. In a chain the mark is the stage's (STAGE_MARK),
+ * and a job this stage failed is named with it here.
+ */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
 	struct bp_job **out;
