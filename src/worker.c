@@ -572,8 +572,7 @@ static inline void pass_wake_on(struct bp_worker *w)
 static unsigned gate_room(const struct bp_worker *w)
 {
 	const struct bp_pipeline *p = w->p;
-	uint64_t taken = p->nlanes == 1 ? bpi_ring_dequeued(p->ingress)
-					: bpi_lanes_dequeued(p);
+	uint64_t taken = bpi_lanes_dequeued(p);
 	uint64_t done = atomic_load_explicit(&p->gate_delivered,
 					     memory_order_relaxed);
 	uint64_t out = (taken - done) & SEQ_MASK;
@@ -887,7 +886,16 @@ static int take_batch(struct bp_worker *w)
 	want = w->cfg->max_batch < room ? w->cfg->max_batch : room;
 	if (want == 0) {
 		return 0;
-	} else if (w->in == p->ingress && !w->lanes) {
+	} else if (w->lanes) {
+		struct bpi_lane *l;
+
+		/* as below, from one lane, the lanes in turn */
+		n = bpi_lanes_take(p, &w->lane_next, (void **)w->buf, want,
+				   &l);
+		if (n <= 0)
+			return n;
+		bpi_ingress_taken(l);
+	} else if (w->in == p->ingress) {
 		/* no wake check of the ring's own: threads waiting for room
 		 * wait for a need of theirs, and bpi_ingress_taken wakes them
 		 * then */
@@ -896,15 +904,6 @@ static int take_batch(struct bp_worker *w)
 		if (n <= 0)
 			return n;
 		bpi_ingress_taken(p->lanes);
-	} else if (w->lanes) {
-		struct bpi_lane *l;
-
-		/* as above, from one lane, the lanes in turn */
-		n = bpi_lanes_take(p, &w->lane_next, (void **)w->buf, want,
-				   &l);
-		if (n <= 0)
-			return n;
-		bpi_ingress_taken(l);
 	} else {
 		/* a link: the previous stage's workers wait for room on its
 		 * not-full queue, which the dequeue wakes */
