@@ -15,31 +15,26 @@
 /* set once by jobcheck_init, before main; read-only after */
 static bool have_avx2;
 
-/* The same two facts as the SSE2 form: bit 0 ORed (odd), and the top bit
- * of the predecessors ORed (NULL), eight pointers per two 32-byte loads. */
+/* The same test as the SSE2 form, eight pointers per two 32-byte adds
+ * that read memory. */
 __attribute__((target("avx2"))) static bool
 bad_wide_avx2(struct bp_job *const *jobs, unsigned n)
 {
-	const __m256i one = _mm256_set1_epi64x(1);
-	__m256i or_a = _mm256_setzero_si256(), or_b = or_a;
-	__m256i low_a = or_a, low_b = or_a;
-	unsigned i = 0;
+	const __m256i bias = _mm256_set1_epi64x((long long)BPI_JOB_BIAS);
+	const __m256i ok = _mm256_set1_epi64x((long long)BPI_JOB_OK);
+	__m256i and_a = _mm256_set1_epi64x(-1), and_b = and_a;
+	size_t i = 0; /* not unsigned: no 32-bit index arithmetic */
 
 	for (; i + 8 <= n; i += 8) {
 		__m256i a = _mm256_loadu_si256((const __m256i *)&jobs[i]);
 		__m256i b = _mm256_loadu_si256((const __m256i *)&jobs[i + 4]);
 
-		or_a = _mm256_or_si256(or_a, a);
-		or_b = _mm256_or_si256(or_b, b);
-		low_a = _mm256_or_si256(low_a, _mm256_sub_epi64(a, one));
-		low_b = _mm256_or_si256(low_b, _mm256_sub_epi64(b, one));
+		and_a = _mm256_and_si256(and_a, _mm256_add_epi64(a, bias));
+		and_b = _mm256_and_si256(and_b, _mm256_add_epi64(b, bias));
 	}
-	/* per lane: bit 0 of the pointers ORed (odd), and bit 63 of their
-	 * predecessors ORed moved down to bit 0 (NULL) */
-	or_a = _mm256_and_si256(_mm256_or_si256(or_a, or_b), one);
-	low_a = _mm256_srli_epi64(_mm256_or_si256(low_a, low_b), 63);
-	or_a = _mm256_or_si256(or_a, low_a);
-	if (!_mm256_testz_si256(or_a, or_a))
+	/* per lane: ok's two bits, clear where a pointer failed */
+	and_a = _mm256_andnot_si256(_mm256_and_si256(and_a, and_b), ok);
+	if (!_mm256_testz_si256(and_a, and_a))
 		return true;
 	return i < n && bpi_bad_job_pointers_sse2(jobs + i, n - i);
 }

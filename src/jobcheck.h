@@ -16,14 +16,16 @@
 
 /*
  * Whether any of n job pointers is NULL or odd, without a branch per job.
- * On x86-64 (user addresses below 2^57): bit 0 of the pointers ORed says
- * "odd"; NULL is the only pointer whose predecessor has the top bit set, so
- * the top bit of the predecessors ORed says "NULL"; four at a time in two
- * SSE2 vectors, about 4 instructions per job where a plain loop took 9
- * (callgrind, B = 32); from BPI_JOBCHECK_WIDE jobs on, eight at a time in
- * AVX2 where the CPU has it (src/jobcheck.c), about 1.5. Elsewhere
- * (top-byte tags on aarch64, 32-bit address spaces) that argument does
- * not hold: the plain, exact loop.
+ * On x86-64 (user addresses below 2^57): a pointer p is non-NULL and even
+ * exactly when p + (2^63 - 1) has both bit 63 and bit 0 set (NULL gives
+ * 2^63 - 1, an odd p clears bit 0), so the sums ANDed over the batch have
+ * both bits set exactly when every pointer passes: an add and an AND a
+ * pointer, four at a time in two SSE2 vectors; from BPI_JOBCHECK_WIDE jobs
+ * on, eight at a time in AVX2 where the CPU has it (src/jobcheck.c), the
+ * add reading memory. The same answers as ORing the pointers (bit 0) and
+ * their predecessors (bit 63), which took an OR more per pointer.
+ * Elsewhere (top-byte tags on aarch64, 32-bit address spaces) that
+ * argument does not hold: the plain, exact loop.
  */
 #if defined(__x86_64__) && defined(__LP64__)
 typedef uintptr_t bpi_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
@@ -38,44 +40,43 @@ bool bpi_bad_job_pointers_wide(struct bp_job *const *jobs, unsigned n);
 bool bpi_jobcheck_avx2(void);
 
 /* The SSE2 form, for any n (the wide check's fallback and tail). */
+/* p + BPI_JOB_BIAS has both bits of BPI_JOB_OK set for a valid pointer */
+#define BPI_JOB_BIAS (UINT64_MAX >> 1)
+#define BPI_JOB_OK ((UINT64_C(1) << 63) | 1)
+
 static inline bool bpi_bad_job_pointers_sse2(struct bp_job *const *jobs,
 					     unsigned n)
 {
-	bpi_ptr2 ora = {0, 0}, orb = {0, 0}, lowa = {0, 0}, lowb = {0, 0};
-	uintptr_t or1 = 0, low1 = 0;
-	unsigned i = 0;
+	const bpi_ptr2 bias = {BPI_JOB_BIAS, BPI_JOB_BIAS};
+	bpi_ptr2 anda = {UINT64_MAX, UINT64_MAX}, andb = anda;
+	uintptr_t and1 = UINT64_MAX;
+	size_t i = 0; /* not unsigned: no 32-bit index arithmetic */
 
 	for (; i + 4 <= n; i += 4) {
 		bpi_ptr2 a, b;
 
 		memcpy(&a, jobs + i, sizeof(a));
 		memcpy(&b, jobs + i + 2, sizeof(b));
-		ora |= a;
-		orb |= b;
-		lowa |= a - 1;
-		lowb |= b - 1;
+		anda &= a + bias;
+		andb &= b + bias;
 	}
-	for (; i < n; i++) {
-		or1 |= (uintptr_t)jobs[i];
-		low1 |= (uintptr_t)jobs[i] - 1;
-	}
-	ora |= orb;
-	lowa |= lowb;
-	or1 |= ora[0] | ora[1];
-	low1 |= lowa[0] | lowa[1];
-	return ((or1 & 1) | (low1 >> 63)) != 0;
+	for (; i < n; i++)
+		and1 &= (uintptr_t)jobs[i] + BPI_JOB_BIAS;
+	anda &= andb;
+	and1 &= anda[0] & anda[1];
+	return (and1 & BPI_JOB_OK) != BPI_JOB_OK;
 }
 
 static inline bool bpi_bad_job_pointers(struct bp_job *const *jobs, unsigned n)
 {
-	uintptr_t or1 = 0;
+	uintptr_t and1 = UINT64_MAX;
 
 	if (n == 1) /* B=1: no loop either */
 		return ((uintptr_t)jobs[0] & 1) | !jobs[0];
-	if (n < 4) { /* the one-job batches of small B: no vector set-up */
+	if (n < 4) { /* the short batches of small B: no vector set-up */
 		for (unsigned i = 0; i < n; i++)
-			or1 |= ((uintptr_t)jobs[i] & 1) | !jobs[i];
-		return or1 != 0;
+			and1 &= (uintptr_t)jobs[i] + BPI_JOB_BIAS;
+		return (and1 & BPI_JOB_OK) != BPI_JOB_OK;
 	}
 	if (n >= BPI_JOBCHECK_WIDE)
 		return bpi_bad_job_pointers_wide(jobs, n);
