@@ -196,15 +196,19 @@ static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
 
 /*
  * The fast path's loop: flip each word from mark_in to its completed
- * value (a load and a store) into out[]; return the words' differences
- * from mark_in ORed. chain: also OR the statuses into *any (the same
- * line), for a chain's failure naming and hand-off sort.
+ * value (a load and a store) into out[]; return non-zero unless every word
+ * was mark_in. That is tested on the words ORed and ANDed (all equal to
+ * mark_in exactly when both are: a bit set in any word is set in mark_in,
+ * and a bit set in mark_in is set in every word), two operations a job
+ * where XORing each with mark_in first took three. chain: also OR the
+ * statuses into *any (the same line), for a chain's failure naming and
+ * hand-off sort.
  */
 static inline __attribute__((always_inline)) uint32_t
 flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
 	   uint32_t in, uint32_t flip, bool chain, uint32_t *any)
 {
-	uint32_t diff = 0, st = 0;
+	uint32_t all_or = 0, all_and = UINT32_MAX, st = 0;
 
 	if (n == 1) {
 		/* B=1: no loop set-up (the unrolled loop's is 14 instructions
@@ -222,14 +226,15 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
 		struct bp_job *j = jobs[i];
 		uint32_t v = j->pipeline_word;
 
-		diff |= v ^ in;
+		all_or |= v;
+		all_and &= v;
 		j->pipeline_word = v ^ flip;
 		if (chain)
 			st |= (uint32_t)j->status;
 		out[i] = j;
 	}
 	*any = st;
-	return diff;
+	return (all_or ^ in) | (all_and ^ in);
 }
 
 /* A chain's completion with a job not ok among them (cold). */

@@ -956,38 +956,63 @@ static void refusal_log(void *ctx, enum bp_log_level lvl, const char *msg)
 		__atomic_fetch_add(&refusals_logged, 1, __ATOMIC_RELAXED);
 }
 
-static void test_repeat(void)
+/*
+ * A started two-stage chain of s0 (w0 workers) and s1 (w1), B = 8, 64 in
+ * flight, delivering to count_sink; NULL (a failure told) if it cannot.
+ */
+static struct bp_pipeline *open_two(const char *name, const struct bp_stage *s0,
+				    unsigned w0, const struct bp_stage *s1,
+				    unsigned w1,
+				    void (*log)(void *, enum bp_log_level,
+						const char *))
 {
-	enum { N = 2000 };
 	struct bp_chain_stage cs[2];
 	struct bp_pipeline_config cfg;
 	struct bp_pipeline *p = NULL;
-	unsigned accepted;
 	int rc;
 
-	reset(N);
-	atomic_store(&repeats_refused, 0);
 	memset(cs, 0, sizeof(cs));
-	cs[0] = (struct bp_chain_stage){.stage = &tw_stage, .workers = 1};
-	cs[1] = (struct bp_chain_stage){.stage = &pass_stage, .workers = 2};
+	cs[0] = (struct bp_chain_stage){.stage = s0, .workers = w0};
+	cs[1] = (struct bp_chain_stage){.stage = s1, .workers = w1};
 	bp_pipeline_config_init(&cfg);
 	cfg.stages = cs;
 	cfg.n_stages = 2;
 	cfg.max_batch = 8;
 	cfg.max_inflight = 64;
 	cfg.sink = count_sink;
-	cfg.log = refusal_log;
+	if (log)
+		cfg.log = log;
 	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
 	    (rc = bp_pipeline_start(p)) != 0) {
-		pt_fail("twice: %s", bp_strerror(rc));
+		pt_fail("%s: %s", name, bp_strerror(rc));
 		bp_pipeline_destroy(p);
-		return;
+		return NULL;
 	}
-	accepted = run_producers(p, 8, NULL);
-	rc = bp_pipeline_drain_timeout(p, 20ll * 1000000000);
-	if (rc || atomic_load(&R.delivered) != accepted || accepted != N)
-		pt_fail("twice: drain %s, %u of %u delivered", bp_strerror(rc),
-			atomic_load(&R.delivered), accepted);
+	return p;
+}
+
+/* Producers submit R.n jobs into p; drain; every one delivered once. */
+static void run_and_drain(const char *name, struct bp_pipeline *p)
+{
+	unsigned accepted = run_producers(p, 8, NULL);
+	int rc = bp_pipeline_drain_timeout(p, 20ll * 1000000000);
+
+	if (rc || atomic_load(&R.delivered) != accepted || accepted != R.n)
+		pt_fail("%s: drain %s, %u of %u delivered", name,
+			bp_strerror(rc), atomic_load(&R.delivered), accepted);
+}
+
+static void test_repeat(void)
+{
+	enum { N = 2000 };
+	struct bp_pipeline *p;
+
+	reset(N);
+	atomic_store(&repeats_refused, 0);
+	p = open_two("twice", &tw_stage, 1, &pass_stage, 2, refusal_log);
+	if (!p)
+		return;
+	run_and_drain("twice", p);
 	if (atomic_load(&repeats_refused) != N)
 		pt_fail("twice: %u repeats refused of %u",
 			atomic_load(&repeats_refused), N);
@@ -995,6 +1020,110 @@ static void test_repeat(void)
 		pt_fail("twice: no refusal logged with its stage");
 	printf("a completion given twice: %u repeats refused, %u delivered\n",
 	       atomic_load(&repeats_refused), atomic_load(&R.delivered));
+	bp_pipeline_destroy(p);
+}
+
+/* ---------------------------------- a job of an earlier stage completed */
+
+/*
+ * Stage 0 holds the first job it takes (the bait) and completes the rest
+ * at once; stage 1 completes each of its batches with the bait added.
+ * The bait is still stage 0's: stage 1 must refuse it and accept the rest
+ * of the batch, and stage 0 completes it afterwards, so every job reaches
+ * the sink once. Stage 0's mark is a bit-subset of stage 1's
+ * (STAGE_MARK), so a check that only ORed the marks would take the bait
+ * among jobs of stage 1's own.
+ */
+static _Atomic(struct bp_job *) bait;
+static atomic_uint bait_refused; /* completions of stage 1 that refused it */
+static atomic_bool bait_done;	 /* stage 0 completed it */
+
+static void bait_process(void *state, struct bp_worker *w,
+			 struct bp_job **jobs, unsigned n)
+{
+	static bool taken; /* one stage-0 worker: its own */
+	unsigned from = 0;
+
+	(void)state;
+	if (!taken) {
+		taken = true;
+		atomic_store(&bait, jobs[0]);
+		from = 1;
+	}
+	if (from < n && bp_worker_complete(w, jobs + from, n - from) !=
+				(int)(n - from))
+		pt_fail("bait: stage 0 refused its own jobs");
+}
+
+static void bait_poll(void *state, struct bp_worker *w)
+{
+	struct bp_job *j = atomic_load(&bait);
+
+	(void)state;
+	/* the bait once stage 1 has refused it a few times */
+	if (j && atomic_load(&bait_refused) >= 3 && !atomic_load(&bait_done)) {
+		atomic_store(&bait_done, true);
+		if (bp_worker_complete(w, &j, 1) != 1)
+			pt_fail("bait: stage 0's completion of it refused");
+	}
+}
+
+static void thief_process(void *state, struct bp_worker *w,
+			  struct bp_job **jobs, unsigned n)
+{
+	struct bp_job *all[64];
+	struct bp_job *b = atomic_load(&bait);
+	int rc;
+
+	(void)state;
+	/* three tries, then none: stage 0 completes the bait only after the
+	 * third (this stage has one worker), so it is never stage 1's here */
+	if (!b || atomic_load(&bait_refused) >= 3 || n < 2 || n > 64) {
+		bp_worker_complete(w, jobs, n);
+		return;
+	}
+	/*
+	 * The bait in the place of the last job, in the middle: no more jobs
+	 * than the stage holds, so the batch's one-pass check must see it.
+	 */
+	memcpy(all, jobs, (n - 1) * sizeof(*all));
+	all[n - 1] = all[n / 2];
+	all[n / 2] = b;
+	rc = bp_worker_complete(w, all, n);
+	if (rc != (int)n - 1)
+		pt_fail("bait: stage 1 completed %d of its %u and the bait", rc,
+			n - 1);
+	else
+		atomic_fetch_add(&bait_refused, 1);
+	if (bp_worker_complete(w, jobs + n - 1, 1) != 1)
+		pt_fail("bait: stage 1's last job refused");
+}
+
+static const struct bp_stage bait_stage = {.name = "bait",
+					   .process = bait_process,
+					   .poll = bait_poll};
+static const struct bp_stage thief_stage = {.name = "thief",
+					    .process = thief_process};
+
+static void test_earlier_stage(void)
+{
+	enum { N = 2000 };
+	struct bp_pipeline *p;
+
+	reset(N);
+	atomic_store(&bait, NULL);
+	atomic_store(&bait_refused, 0);
+	atomic_store(&bait_done, false);
+	p = open_two("bait", &bait_stage, 1, &thief_stage, 1, NULL);
+	if (!p)
+		return;
+	run_and_drain("bait", p);
+	if (atomic_load(&bait_refused) < 3 || !atomic_load(&bait_done))
+		pt_fail("bait: refused %u times, completed by stage 0: %d",
+			atomic_load(&bait_refused), atomic_load(&bait_done));
+	printf("a job of an earlier stage completed by a later one: refused "
+	       "%u times, %u delivered\n",
+	       atomic_load(&bait_refused), atomic_load(&R.delivered));
 	bp_pipeline_destroy(p);
 }
 
@@ -1333,6 +1462,7 @@ int main(void)
 	test_serial(true, 16, n / 2, true, true);
 	test_recover();
 	test_repeat();
+	test_earlier_stage();
 	test_abort();
 	test_flush();
 	test_flush_drain();
