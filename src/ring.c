@@ -1197,6 +1197,29 @@ void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
 		note_high_water(r, pos, k);
 }
 
+/* publish() and the high-water mark of one item */
+static BP_ALWAYS_INLINE void publish_one(struct bp_ring *r, uint64_t pos,
+					 void *item)
+{
+	/* release: item contents before the slot store; pairs with (1) */
+	batch_release_fence();
+	__atomic_store_n(&r->slots[pos & r->mask],
+			 (uintptr_t)item | lap_tag(r, pos), SLOT_STORE);
+	if (r->flags & BP_RING_HWM)
+		note_high_water(r, pos, 1);
+}
+
+void bpi_ring_publish_one(struct bp_ring *r, uint64_t pos, void *item)
+{
+	publish_one(r, pos, item);
+	bpi_waitq_wake(&r->not_empty);
+}
+
+void bpi_ring_publish_one_quiet(struct bp_ring *r, uint64_t pos, void *item)
+{
+	publish_one(r, pos, item);
+}
+
 int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
 {
 	return dequeue(r, items, n, false, NULL, false);

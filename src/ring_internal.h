@@ -62,6 +62,13 @@ void bpi_ring_publish_quiet(struct bp_ring *r, uint64_t pos, void *const *items,
 int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n);
 
 /*
+ * bpi_ring_publish() and bpi_ring_publish_quiet() of one item (k == 1),
+ * without the set-up that runs of any length need: the one-job submit.
+ */
+void bpi_ring_publish_one(struct bp_ring *r, uint64_t pos, void *item);
+void bpi_ring_publish_one_quiet(struct bp_ring *r, uint64_t pos, void *item);
+
+/*
  * One look at the reservations: the next position producers will reserve
  * (modulo BPI_RING_POS_SPACE), and in *count how many they have reserved
  * since the ring was made (as bpi_ring_enqueued). Relaxed: a caller that

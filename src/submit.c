@@ -159,54 +159,57 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 }
 
 /*
- * The submit, into lane l. lanes: false only where the pipeline has one
- * lane (then the seq is the position, and the publication wakes the
- * workers itself); true works for any count, one included.
+ * Stamp the k jobs reserved at pos and publish them: with one lane the
+ * seq is the position and the publication wakes the workers itself; with
+ * lanes (src/lanes.h) the seq is made of the lane position and the lane,
+ * and the lane publishes quietly, then wakes the one queue idle workers
+ * sleep on, lane 0's.
  */
-static inline __attribute__((always_inline)) int
-submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
-       unsigned n, unsigned flags, int64_t timeout_ns, bool lanes)
+static inline __attribute__((always_inline)) void
+put(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **js, unsigned k,
+    uint64_t pos, int64_t now, bool lanes)
 {
 	const uint64_t step = lanes ? UINT64_C(1) << p->lane_bits : 1;
-	int64_t now, deadline;
+
+	stamp(js, k,
+	      lanes ? bpi_lane_seq(pos, l->index, p->lane_bits)
+		    : pos & SEQ_MASK,
+	      step, now, p->stage_unset);
+	/* one job (B=1) without the set-up that runs of any length need */
+	if (lanes) {
+		if (k == 1)
+			bpi_ring_publish_one_quiet(l->ring, pos, js[0]);
+		else
+			bpi_ring_publish_quiet(l->ring, pos,
+					       (void *const *)js, k);
+		bpi_waitq_wake(p->intake_wq);
+	} else if (k == 1) {
+		bpi_ring_publish_one(l->ring, pos, js[0]);
+	} else {
+		bpi_ring_publish(l->ring, pos, (void *const *)js, k);
+	}
+}
+
+/*
+ * The submit's loop, from the first job on: reserve what there is room
+ * for, stamp and publish it, wait for room for the rest (or give up as
+ * flags and timeout_ns say). now: the clock at the call.
+ */
+static inline __attribute__((always_inline)) int
+submit_loop(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
+	    unsigned n, unsigned flags, int64_t timeout_ns, int64_t now,
+	    bool lanes)
+{
+	int64_t deadline = bpi_deadline(now, timeout_ns);
 	unsigned done = 0;
 
-	/* n > INT_MAX: the count accepted would not fit the return value */
-	if (!jobs || n == 0 || n > INT_MAX ||
-	    (flags & ~BP_SUBMIT_NONBLOCK))
-		return -EINVAL;
-	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)
-		return -EINVAL;
-	/* validate before reserving: a reservation cannot be handed back */
-	if (bpi_bad_job_pointers(jobs, n))
-		return -EINVAL;
-	now = bpi_now_ns();
-	deadline = bpi_deadline(now, timeout_ns);
 	while (done < n) {
 		uint64_t pos;
 		int k = bpi_ring_reserve_burst(l->ring, n - done, &pos);
 
 		if (k > 0) {
-			struct bp_job **js = jobs + done;
-
 			/* the position is the seq: stamp, then publish */
-			stamp(js, (unsigned)k,
-			      lanes ? bpi_lane_seq(pos, l->index, p->lane_bits)
-				    : pos & SEQ_MASK,
-			      step, now, p->stage_unset);
-			if (!lanes) {
-				bpi_ring_publish(l->ring, pos,
-						 (void *const *)js,
-						 (unsigned)k);
-			} else {
-				/* quietly into the lane, then the one queue
-				 * idle workers sleep on, lane 0's (lanes.h) */
-				bpi_ring_publish_quiet(l->ring, pos,
-						       (void *const *)js,
-						       (unsigned)k);
-				bpi_waitq_wake(p->intake_wq);
-			}
+			put(p, l, jobs + done, (unsigned)k, pos, now, lanes);
 			done += (unsigned)k;
 			continue;
 		}
@@ -243,6 +246,57 @@ submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 		now = bpi_now_ns();
 	}
 	return (int)done;
+}
+
+/* Out of line, one copy per kind: the one-job path stays a short call. */
+static __attribute__((noinline)) int
+submit_loop_one(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
+		unsigned n, unsigned flags, int64_t timeout_ns, int64_t now)
+{
+	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, false);
+}
+
+static __attribute__((noinline)) int
+submit_loop_lanes(struct bp_pipeline *p, struct bpi_lane *l,
+		  struct bp_job **jobs, unsigned n, unsigned flags,
+		  int64_t timeout_ns, int64_t now)
+{
+	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, true);
+}
+
+/*
+ * The submit, into lane l. lanes: false only where the pipeline has one
+ * lane; true works for any count, one included. One job with room for it
+ * goes in a straight line (B=1); anything else takes the loop.
+ */
+static inline __attribute__((always_inline)) int
+submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
+       unsigned n, unsigned flags, int64_t timeout_ns, bool lanes)
+{
+	int64_t now;
+
+	/* n > INT_MAX: the count accepted would not fit the return value */
+	if (!jobs || n == 0 || n > INT_MAX ||
+	    (flags & ~BP_SUBMIT_NONBLOCK))
+		return -EINVAL;
+	/* relaxed: a stale RUNNING is caught by the ring's -EPIPE */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_CREATED)
+		return -EINVAL;
+	/* validate before reserving: a reservation cannot be handed back */
+	if (bpi_bad_job_pointers(jobs, n))
+		return -EINVAL;
+	now = bpi_now_ns();
+	if (n == 1) {
+		uint64_t pos;
+
+		if (__builtin_expect(
+			    bpi_ring_reserve_burst(l->ring, 1, &pos) == 1, 1)) {
+			put(p, l, jobs, 1, pos, now, lanes);
+			return 1;
+		}
+	}
+	return lanes ? submit_loop_lanes(p, l, jobs, n, flags, timeout_ns, now)
+		     : submit_loop_one(p, l, jobs, n, flags, timeout_ns, now);
 }
 
 int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,

@@ -591,6 +591,7 @@ static void test_backpressure(void **unused)
 	struct bp_pipeline *p;
 	struct tjob j[16];
 	struct bp_job *a[16];
+	struct bp_pipeline_stats st;
 	int64_t t0, t1;
 	unsigned accepted = 0;
 	int rc;
@@ -613,6 +614,9 @@ static void test_backpressure(void **unused)
 		accepted++;
 	}
 	assert_int_equal(accepted, 5);
+	/* one-job submits filled it: the high-water mark saw them */
+	assert_int_equal(bp_pipeline_get_stats(p, &st), 0);
+	assert_int_equal(st.ingress_high_water, 4);
 	assert_int_equal(
 		bp_pipeline_submit(p, a + 5, 3, BP_SUBMIT_NONBLOCK, -1),
 		-EAGAIN);
