@@ -16,16 +16,18 @@
 
 /*
  * Whether any of n job pointers is NULL or odd, without a branch per job.
- * On x86-64 (user addresses below 2^57): a pointer p is non-NULL and even
- * exactly when p + (2^63 - 1) has both bit 63 and bit 0 set (NULL gives
- * 2^63 - 1, an odd p clears bit 0), so the sums ANDed over the batch have
- * both bits set exactly when every pointer passes: an add and an AND a
- * pointer, four at a time in two SSE2 vectors; from BPI_JOBCHECK_WIDE jobs
- * on, eight at a time in AVX2 where the CPU has it (src/jobcheck.c), the
- * add reading memory. The same answers as ORing the pointers (bit 0) and
- * their predecessors (bit 63), which took an OR more per pointer.
- * Elsewhere (top-byte tags on aarch64, 32-bit address spaces) that
- * argument does not hold: the plain, exact loop.
+ * On x86-64 (user addresses below 2^57): a pointer p below 2^63 is
+ * non-NULL and even exactly when p + (2^63 - 1) has both bit 63 and bit 0
+ * set (NULL gives 2^63 - 1, an odd p clears bit 0), so the sums ANDed over
+ * the batch have both bits set exactly when every pointer passes: an add
+ * and an AND a pointer, four at a time in two SSE2 vectors; from
+ * BPI_JOBCHECK_WIDE jobs on, eight at a time in AVX2 where the CPU has it
+ * (src/jobcheck.c), the add reading memory. From 2 jobs on, a pointer of
+ * 2^63 + 1 or more (no user address) is refused too, as ORing the pointers
+ * (bit 0) and their predecessors (bit 63) did, which took an OR more per
+ * pointer; one job alone is checked for NULL and odd only. Elsewhere
+ * (top-byte tags on aarch64, 32-bit address spaces) that argument does
+ * not hold: the plain, exact loop.
  */
 #if defined(__x86_64__) && defined(__LP64__)
 typedef uintptr_t bpi_ptr2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
@@ -39,11 +41,11 @@ bool bpi_bad_job_pointers_wide(struct bp_job *const *jobs, unsigned n);
 /* Whether the wide check runs its AVX2 form (for tests). */
 bool bpi_jobcheck_avx2(void);
 
-/* The SSE2 form, for any n (the wide check's fallback and tail). */
 /* p + BPI_JOB_BIAS has both bits of BPI_JOB_OK set for a valid pointer */
 #define BPI_JOB_BIAS (UINT64_MAX >> 1)
 #define BPI_JOB_OK ((UINT64_C(1) << 63) | 1)
 
+/* The SSE2 form, for any n (the wide check's fallback and tail). */
 static inline bool bpi_bad_job_pointers_sse2(struct bp_job *const *jobs,
 					     unsigned n)
 {

@@ -2,7 +2,8 @@
 /*
  * bp_pipeline_submit: jobs into ingress. Submission order is the ingress
  * ring's position: it reserves k slots (bpi_ring_reserve_burst), stamps
- * each job with its position as seq, and publishes them (bpi_ring_publish).
+ * each job with its position as seq, and publishes them (bpi_ring_publish,
+ * or bpi_ring_publish_one for one job).
  * A reservation is a commitment (nothing is handed back), so every job is
  * checked first, seqs are dense and the ordered sink never waits for a gap.
  * With ingress lanes (src/lanes.h) the same in the caller's lane, and the
@@ -248,10 +249,14 @@ submit_loop(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 	return (int)done;
 }
 
-/* Out of line, one copy per kind: the one-job path stays a short call. */
+/*
+ * Out of line, a copy for one ingress ring and one for lanes, so that the
+ * inline part of the submit (its checks and the one-job path) stays short.
+ */
 static __attribute__((noinline)) int
-submit_loop_one(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
-		unsigned n, unsigned flags, int64_t timeout_ns, int64_t now)
+submit_loop_ring(struct bp_pipeline *p, struct bpi_lane *l,
+		 struct bp_job **jobs, unsigned n, unsigned flags,
+		 int64_t timeout_ns, int64_t now)
 {
 	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, false);
 }
@@ -296,7 +301,7 @@ submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 		}
 	}
 	return lanes ? submit_loop_lanes(p, l, jobs, n, flags, timeout_ns, now)
-		     : submit_loop_one(p, l, jobs, n, flags, timeout_ns, now);
+		     : submit_loop_ring(p, l, jobs, n, flags, timeout_ns, now);
 }
 
 int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,

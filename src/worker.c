@@ -208,7 +208,8 @@ static inline __attribute__((always_inline)) uint32_t
 flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
 	   uint32_t in, uint32_t flip, bool chain, uint32_t *any)
 {
-	uint32_t all_or = 0, all_and = UINT32_MAX, st = 0;
+	/* from mark_in: no job (n == 0) passes, and mark_in changes neither */
+	uint32_t all_or = in, all_and = in, st = 0;
 
 	if (n == 1) {
 		/* B=1: no loop set-up (the unrolled loop's is 14 instructions
@@ -325,10 +326,10 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 		/*
 		 * The common case in one pass without a branch per job: each
 		 * word is flipped between mark_in and its completed value (a
-		 * load and a store) and diff collects any that was not
-		 * mark_in. Then flipping them all again restores every word
-		 * exactly, a job named twice in this call included (flipped
-		 * twice, twice).
+		 * load and a store) and diff is non-zero if any was not
+		 * mark_in (flip_marks). Then flipping them all again restores
+		 * every word exactly, a job named twice in this call included
+		 * (flipped twice, twice).
 		 */
 		const uint32_t in = w->st->mark_in, flip = w->st->mark_flip;
 		uint32_t diff, any = 0;

@@ -1037,16 +1037,16 @@ static void test_repeat(void)
 static _Atomic(struct bp_job *) bait;
 static atomic_uint bait_refused; /* completions of stage 1 that refused it */
 static atomic_bool bait_done;	 /* stage 0 completed it */
+static bool bait_taken;		 /* stage 0's one worker: its first job */
 
 static void bait_process(void *state, struct bp_worker *w,
 			 struct bp_job **jobs, unsigned n)
 {
-	static bool taken; /* one stage-0 worker: its own */
 	unsigned from = 0;
 
 	(void)state;
-	if (!taken) {
-		taken = true;
+	if (!bait_taken) {
+		bait_taken = true;
 		atomic_store(&bait, jobs[0]);
 		from = 1;
 	}
@@ -1087,8 +1087,11 @@ static void thief_process(void *state, struct bp_worker *w,
 	 * than the stage holds, so the batch's one-pass check must see it.
 	 */
 	memcpy(all, jobs, (n - 1) * sizeof(*all));
-	all[n - 1] = all[n / 2];
-	all[n / 2] = b;
+	all[n - 1] = b;
+	if (n / 2 < n - 1) { /* the bait to the middle */
+		all[n - 1] = all[n / 2];
+		all[n / 2] = b;
+	}
 	rc = bp_worker_complete(w, all, n);
 	if (rc != (int)n - 1)
 		pt_fail("bait: stage 1 completed %d of its %u and the bait", rc,
@@ -1114,6 +1117,7 @@ static void test_earlier_stage(void)
 	atomic_store(&bait, NULL);
 	atomic_store(&bait_refused, 0);
 	atomic_store(&bait_done, false);
+	bait_taken = false;
 	p = open_two("bait", &bait_stage, 1, &thief_stage, 1, NULL);
 	if (!p)
 		return;
@@ -1124,6 +1128,59 @@ static void test_earlier_stage(void)
 	printf("a job of an earlier stage completed by a later one: refused "
 	       "%u times, %u delivered\n",
 	       atomic_load(&bait_refused), atomic_load(&R.delivered));
+	bp_pipeline_destroy(p);
+}
+
+/* ------------------------- a job named twice in one call, in a chain */
+
+/*
+ * Stage 0 completes each batch of two or more with its first job named
+ * again in place of its last, then the last alone: the repeat must be
+ * refused and the rest accepted. The repeat's word is stage 1's mark by
+ * then, a bit-superset of stage 0's (STAGE_MARK), so a check that only
+ * ANDed the marks would hand the job on twice.
+ */
+static atomic_uint dups_refused;
+
+static void dup_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+			unsigned n)
+{
+	struct bp_job *all[64];
+
+	(void)state;
+	if (n < 2 || n > 64) {
+		bp_worker_complete(w, jobs, n);
+		return;
+	}
+	memcpy(all, jobs, (n - 1) * sizeof(*all));
+	all[n - 1] = jobs[0];
+	if (bp_worker_complete(w, all, n) != (int)n - 1)
+		pt_fail("dup: the repeat in one call accepted");
+	else
+		atomic_fetch_add(&dups_refused, 1);
+	if (bp_worker_complete(w, jobs + n - 1, 1) != 1)
+		pt_fail("dup: the last job refused");
+}
+
+static const struct bp_stage dup_stage = {.name = "dup",
+					  .process = dup_process};
+
+static void test_dup_in_one_call(void)
+{
+	enum { N = 2000 };
+	struct bp_pipeline *p;
+
+	reset(N);
+	atomic_store(&dups_refused, 0);
+	p = open_two("dup", &dup_stage, 1, &pass_stage, 1, NULL);
+	if (!p)
+		return;
+	run_and_drain("dup", p);
+	if (atomic_load(&dups_refused) == 0)
+		pt_fail("dup: no batch of two or more to repeat a job in");
+	printf("a job named twice in one call, stage 0 of 2: %u repeats "
+	       "refused, %u delivered\n",
+	       atomic_load(&dups_refused), atomic_load(&R.delivered));
 	bp_pipeline_destroy(p);
 }
 
@@ -1463,6 +1520,7 @@ int main(void)
 	test_recover();
 	test_repeat();
 	test_earlier_stage();
+	test_dup_in_one_call();
 	test_abort();
 	test_flush();
 	test_flush_drain();
