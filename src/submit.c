@@ -250,26 +250,6 @@ submit_loop(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 }
 
 /*
- * Out of line, a copy for one ingress ring and one for lanes, so that the
- * inline part of the submit (its checks and the one-job path) stays short.
- */
-static __attribute__((noinline)) int
-submit_loop_ring(struct bp_pipeline *p, struct bpi_lane *l,
-		 struct bp_job **jobs, unsigned n, unsigned flags,
-		 int64_t timeout_ns, int64_t now)
-{
-	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, false);
-}
-
-static __attribute__((noinline)) int
-submit_loop_lanes(struct bp_pipeline *p, struct bpi_lane *l,
-		  struct bp_job **jobs, unsigned n, unsigned flags,
-		  int64_t timeout_ns, int64_t now)
-{
-	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, true);
-}
-
-/*
  * The submit, into lane l. lanes: false only where the pipeline has one
  * lane; true works for any count, one included. One job with room for it
  * goes in a straight line (B=1); anything else takes the loop.
@@ -300,8 +280,7 @@ submit(struct bp_pipeline *p, struct bpi_lane *l, struct bp_job **jobs,
 			return 1;
 		}
 	}
-	return lanes ? submit_loop_lanes(p, l, jobs, n, flags, timeout_ns, now)
-		     : submit_loop_ring(p, l, jobs, n, flags, timeout_ns, now);
+	return submit_loop(p, l, jobs, n, flags, timeout_ns, now, lanes);
 }
 
 int bpi_submit_lane(struct bp_pipeline *p, struct bpi_lane *l,
