@@ -548,12 +548,26 @@ static __attribute__((noinline)) int enqueue_wide(struct bp_ring *r,
 	return enqueue_fast(r, items, n, bulk, freep, true);
 }
 
-/* 1..LEAF_MAX take the leaf; more, or 0, the wide path (which sends 0 and
- * oversized batches on to the general one). */
+/*
+ * One item (B=1): the leaf path for n == 1 as a function of its own, whose
+ * few live values fit in the registers a call may use; inline in the
+ * entry point, the leaf runs of up to LEAF_MAX items made it save six.
+ */
+static __attribute__((noinline)) int enqueue_one(struct bp_ring *r,
+						 void *const *items, bool bulk,
+						 unsigned *freep)
+{
+	return enqueue_fast(r, items, 1, bulk, freep, false);
+}
+
+/* 1..LEAF_MAX take the leaf (1 on its own); more, or 0, the wide path
+ * (which sends 0 and oversized batches on to the general one). */
 static BP_ALWAYS_INLINE int enqueue_entry(struct bp_ring *r, void *const *items,
 					  unsigned n, bool bulk,
 					  unsigned *freep)
 {
+	if (n == 1)
+		return enqueue_one(r, items, bulk, freep);
 	if (n - 1u < LEAF_MAX)
 		return enqueue_fast(r, items, n, bulk, freep, false);
 	return enqueue_wide(r, items, n, bulk, freep);
@@ -818,11 +832,21 @@ dequeue_wide_nowake(struct bp_ring *r, void **items, unsigned n)
 	return dequeue_fast(r, items, n, false, NULL, true, false);
 }
 
+/* As enqueue_one(). */
+static __attribute__((noinline)) int dequeue_one(struct bp_ring *r,
+						 void **items, bool bulk,
+						 unsigned *availp)
+{
+	return dequeue_fast(r, items, 1, bulk, availp, false, true);
+}
+
 /* As enqueue_entry(). */
 static BP_ALWAYS_INLINE int dequeue_entry(struct bp_ring *r, void **items,
 					  unsigned n, bool bulk,
 					  unsigned *availp)
 {
+	if (n == 1)
+		return dequeue_one(r, items, bulk, availp);
 	if (n - 1u < LEAF_MAX)
 		return dequeue_fast(r, items, n, bulk, availp, false, true);
 	return dequeue_wide(r, items, n, bulk, availp);
@@ -1225,8 +1249,17 @@ int bpi_ring_dequeue_burst_quiet(struct bp_ring *r, void **items, unsigned n)
 	return dequeue(r, items, n, false, NULL, false);
 }
 
+/* As dequeue_one(), without the wake check. */
+static __attribute__((noinline)) int dequeue_one_nowake(struct bp_ring *r,
+							void **items)
+{
+	return dequeue_fast(r, items, 1, false, NULL, false, false);
+}
+
 int bpi_ring_dequeue_burst_nowake(struct bp_ring *r, void **items, unsigned n)
 {
+	if (n == 1)
+		return dequeue_one_nowake(r, items);
 	if (n - 1u < LEAF_MAX)
 		return dequeue_fast(r, items, n, false, NULL, false, false);
 	return dequeue_wide_nowake(r, items, n);
