@@ -299,7 +299,8 @@ complete_each(struct bp_worker *w, struct bp_job **jobs, unsigned n,
  * the stage still holds. In a chain the mark is the stage's (STAGE_MARK),
  * and a job this stage failed is named with it here.
  */
-int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+static __attribute__((noinline)) int
+complete_many(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
 	struct bp_job **out;
 	uint64_t room;
@@ -352,6 +353,40 @@ int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 			jobs[i]->pipeline_word ^= flip;
 	}
 	return complete_each(w, jobs, n, out, room);
+}
+
+/*
+ * One job (B=1), as complete_many() would take it when all is well: a
+ * valid pointer, a job the stage holds, room in done[] without a slide,
+ * its mark mark_in. Anything else goes the general way, which refuses
+ * and logs. Out of line, it keeps to the few registers one job needs.
+ */
+static __attribute__((noinline)) int complete_one(struct bp_worker *w,
+						  struct bp_job **jobs)
+{
+	const struct bpi_stage *st = w->st;
+	struct bp_job *j = jobs[0];
+
+	if (__builtin_expect(((uintptr_t)j & 1) | !j, 0) || in_stage(w) == 0 ||
+	    w->dend >= w->done_cap || j->pipeline_word != st->mark_in)
+		return complete_many(w, jobs, 1);
+	j->pipeline_word ^= st->mark_flip;
+	w->done[w->dend] = j;
+	if (__builtin_expect(st->names_failures, 0) &&
+	    j->status != BP_JOB_OK)
+		chain_failures(w, w->done + w->dend, 1);
+	if (__builtin_expect(st->flags & BP_STAGE_TAKES_FAILED, 0))
+		recovered(w->done + w->dend, 1);
+	w->dend++;
+	bpi_stat_add(&w->st_completed, 1);
+	return 1;
+}
+
+int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
+{
+	if (n == 1 && w && jobs)
+		return complete_one(w, jobs);
+	return complete_many(w, jobs, n);
 }
 
 /*

@@ -831,7 +831,8 @@ static void recover_sink(void *ctx, struct bp_job **jobs, unsigned n)
 	atomic_fetch_add(&R.delivered, n);
 }
 
-static void test_recover(void)
+/* B: max_batch and the producers' batch (1: the one-job paths) */
+static void recover_run(unsigned B)
 {
 	enum { N = 3000 };
 	struct bp_chain_stage cs[3] = {
@@ -847,7 +848,7 @@ static void test_recover(void)
 	bp_pipeline_config_init(&cfg);
 	cfg.stages = cs;
 	cfg.n_stages = 3;
-	cfg.max_batch = 8;
+	cfg.max_batch = B;
 	cfg.max_inflight = 64;
 	cfg.sink = recover_sink;
 	cfg.log = test_log;
@@ -856,12 +857,19 @@ static void test_recover(void)
 		bp_pipeline_destroy(p);
 		return;
 	}
-	accepted = run_producers(p, 8, NULL);
+	accepted = run_producers(p, B, NULL);
 	if (bp_pipeline_drain(p) != 0 || atomic_load(&R.delivered) != accepted)
 		pt_fail("recover: %u of %u delivered", atomic_load(&R.delivered),
 			accepted);
-	printf("a failure recovered, another named: %u jobs\n", accepted);
+	printf("a failure recovered, another named, B=%u: %u jobs\n", B,
+	       accepted);
 	bp_pipeline_destroy(p);
+}
+
+static void test_recover(void)
+{
+	recover_run(8);
+	recover_run(1);
 }
 
 /* ------------------------------------------- a completion given twice */
