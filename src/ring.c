@@ -71,7 +71,8 @@
  * to LEAF_MAX items take a leaf path that makes no call (the inline leaf
  * runs of ring_slots.h: one item in a straight line, more by SSE2
  * accesses where they measured faster; at these sizes a call to the wide
- * runs costs more than it saves); longer
+ * runs costs more than it saves); one item takes it in a function of its
+ * own (enqueue_one, dequeue_one), which needs few registers; longer
  * ones take the same path with the wide runs. Whatever the fast path does
  * not handle starts over on the general path (reserve/publish, take),
  * which handles everything; the fast path changes nothing before it hands
