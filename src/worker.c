@@ -382,6 +382,7 @@ static __attribute__((noinline)) int complete_one(struct bp_worker *w,
 	return 1;
 }
 
+/* The checks and the marks as complete_many() says; one job on its own path. */
 int bp_worker_complete(struct bp_worker *w, struct bp_job **jobs, unsigned n)
 {
 	if (n == 1 && w && jobs)
