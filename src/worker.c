@@ -211,17 +211,6 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out,
 	/* from mark_in: no job (n == 0) passes, and mark_in changes neither */
 	uint32_t all_or = in, all_and = in, st = 0;
 
-	if (n == 1) {
-		/* B=1: no loop set-up (the unrolled loop's is 14 instructions
-		 * for one job) */
-		struct bp_job *j = jobs[0];
-		uint32_t v = j->pipeline_word;
-
-		j->pipeline_word = v ^ flip;
-		*any = chain ? (uint32_t)j->status : 0;
-		out[0] = j;
-		return v ^ in;
-	}
 #pragma GCC unroll 4
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = jobs[i];
@@ -367,7 +356,7 @@ static __attribute__((noinline)) int complete_one(struct bp_worker *w,
 	const struct bpi_stage *st = w->st;
 	struct bp_job *j = jobs[0];
 
-	if (__builtin_expect(((uintptr_t)j & 1) | !j, 0) || in_stage(w) == 0 ||
+	if (bpi_bad_job_pointers(jobs, 1) || in_stage(w) == 0 ||
 	    w->dend >= w->done_cap || j->pipeline_word != st->mark_in)
 		return complete_many(w, jobs, 1);
 	j->pipeline_word ^= st->mark_flip;
