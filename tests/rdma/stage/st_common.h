@@ -263,8 +263,7 @@ ST_REMOTE_MEM static void st_zero(uint8_t *buf, size_t len)
 }
 
 /* Copy len bytes of remote-written memory (memcpy is intercepted). */
-ST_REMOTE_MEM static void st_copy(uint8_t *dst, const uint8_t *src,
-				  size_t len)
+ST_REMOTE_MEM static void st_copy(uint8_t *dst, const uint8_t *src, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
 		dst[i] = src[i];
@@ -389,8 +388,13 @@ static inline atomic_uchar *st_track_imm(struct st_fix *f, uint64_t n)
 	return seen;
 }
 
-static inline int st_node_open(struct st_fix *f, const char *prov,
-			       unsigned rails, size_t tlen)
+/*
+ * The node of st_node_open from `base` (NULL: the defaults), whose
+ * provider, address, rails, on_data and log this sets.
+ */
+static inline int st_node_open_config(struct st_fix *f, const char *prov,
+				      unsigned rails, size_t tlen,
+				      const struct bp_rdma_node_config *base)
 {
 	struct bp_rdma_node_config nc;
 	int rc;
@@ -399,7 +403,10 @@ static inline int st_node_open(struct st_fix *f, const char *prov,
 	f->prov = prov;
 	f->rails = rails;
 	f->peer = -1;
-	bp_rdma_node_config_init(&nc);
+	if (base)
+		nc = *base;
+	else
+		bp_rdma_node_config_init(&nc);
 	nc.provider = prov;
 	nc.node = st_node_addr(prov);
 	nc.rails = rails;
@@ -423,6 +430,12 @@ static inline int st_node_open(struct st_fix *f, const char *prov,
 	}
 	bp_rdma_region_describe(f->reg, &f->desc);
 	return 0;
+}
+
+static inline int st_node_open(struct st_fix *f, const char *prov,
+			       unsigned rails, size_t tlen)
+{
+	return st_node_open_config(f, prov, rails, tlen, NULL);
 }
 
 /*
@@ -586,8 +599,8 @@ static inline void st_rail_sum(const struct bp_rdma *r, unsigned workers,
 			struct bp_rdma_rail_stats s;
 
 			if (bp_rdma_get_rail_stats(r, w, k, &s)) {
-				bp_test_fail("bp_rdma_get_rail_stats(%u, %u)", w,
-					     k);
+				bp_test_fail("bp_rdma_get_rail_stats(%u, %u)",
+					     w, k);
 				continue;
 			}
 			sum->posted += s.posted;
