@@ -141,13 +141,18 @@ static __attribute__((noinline)) int rail_progress(struct node_rail *nr)
  * socket between its chunks). A block costs the stream more than its
  * system calls (the wake-up's latency stalls the writer): with the window
  * fixed at 50 us, tcp 1 MiB writes reached 0.76-0.82 of a busy target;
- * growing to 2 ms, 0.89-0.96 (bpbench rdma-target). A block that times out or lasts longer than
- * spin_ns sets the window back. While the window is longer than spin_ns,
- * an empty pass yields the CPU (sched_yield), so that a client on the
- * same host at one write in flight keeps its share: without it, its
- * busy-polling pipeline's p99.9 went from 0.1 to 2-3 ms.
+ * growing to 2 ms, 0.89-0.96 (bpbench rdma-target). A block that times
+ * out or lasts longer than spin_ns sets the window back.
+ *
+ * While the window is longer than spin_ns, an empty pass yields the CPU
+ * (sched_yield), so that a client on the same host at one write in flight
+ * keeps its share (without it, its busy-polling pipeline's p99.9 went from
+ * 0.1 to 2-3 ms); and a yield that took longer than YIELD_TAKEN_NS means
+ * another thread wanted this CPU, so the window ends there and the rail
+ * blocks: it polls on only while the CPU is otherwise idle.
  */
-#define WINDOW_MAX_NS INT64_C(2000000)
+#define WINDOW_MAX_NS  INT64_C(2000000)
+#define YIELD_TAKEN_NS INT64_C(20000)
 
 struct event_wait {
 	int64_t base;	    /* spin_ns, within [1 us, 1 ms] */
@@ -174,8 +179,14 @@ static void event_wait(struct node_rail *nr, struct event_wait *e)
 	if (e->poll_until) {
 		t0 = bpi_now_ns();
 		if (t0 < e->poll_until) {
-			if (e->window > e->base)
+			if (e->window > e->base) {
 				sched_yield();
+				/* another thread ran: the CPU is wanted */
+				if (bpi_now_ns() - t0 > YIELD_TAKEN_NS) {
+					e->window = e->base;
+					e->poll_until = 0;
+				}
+			}
 			return;
 		}
 		e->poll_until = 0;
