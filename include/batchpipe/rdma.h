@@ -409,9 +409,11 @@ struct bp_rdma_node_config {
 	/* how an idle progress thread waits: BUSY (lowest latency, a core
 	 * per rail), SPIN_SLEEP (spin_ns, then sleeps growing to
 	 * sleep_max_ns), EVENT (the CQ's wait fd, which wakes on incoming
-	 * traffic, and polls on after a wake-up for spin_ns, up to 2 ms
-	 * while wake-ups come sooner than spin_ns; -EOPNOTSUPP where the
-	 * provider has none) or AUTO (the default: EVENT where possible) */
+	 * traffic, and polls on after a wake-up for spin_ns (1 us..1 ms),
+	 * growing to 2 ms while wake-ups come sooner than spin_ns, yielding
+	 * its CPU meanwhile and stopping when another thread takes it;
+	 * docs/api/rdma.md; -EOPNOTSUPP where the provider has none) or AUTO
+	 * (the default: EVENT where possible) */
 	enum bp_rdma_cq_wait progress_wait;
 	uint64_t spin_ns;      /* 50 us */
 	uint64_t sleep_max_ns; /* 50 us */

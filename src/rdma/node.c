@@ -138,21 +138,25 @@ static __attribute__((noinline)) int rail_progress(struct node_rail *nr)
  * WINDOW_MAX_NS, each time a block ends sooner than spin_ns: the traffic
  * came back before polling on would have cost more than sleeping, which is
  * a stream with short gaps (a 1 MiB write stream over tcp drains the
- * socket between its chunks). A block costs the stream more than its
- * system calls (the wake-up's latency stalls the writer): with the window
- * fixed at 50 us, tcp 1 MiB writes reached 0.76-0.82 of a busy target;
- * growing to 2 ms, 0.89-0.96 (bpbench rdma-target). A block that times
- * out or lasts longer than spin_ns sets the window back.
+ * socket between its chunks). A block that times out or lasts longer than
+ * spin_ns sets the window back to spin_ns. A block costs the stream more
+ * than its system calls (the wake-up's latency stalls the writer): tcp
+ * 1 MiB writes into bp-target reached 0.77-0.80 of a plain busy-polling
+ * target with the window fixed at 50 us, 0.95-1.07 with it growing
+ * (bpbench rdma-target, medians of per-run ratios, 3 rounds).
  *
  * While the window is longer than spin_ns, an empty pass yields the CPU
- * (sched_yield), so that a client on the same host at one write in flight
- * keeps its share (without it, its busy-polling pipeline's p99.9 went from
- * 0.1 to 2-3 ms); and a yield that took longer than YIELD_TAKEN_NS means
- * another thread wanted this CPU, so the window ends there and the rail
- * blocks: it polls on only while the CPU is otherwise idle.
+ * (sched_yield), so that a client on the same host keeps its share (with
+ * a busy-polling pipeline at one write in flight and no yield, its p99.9
+ * went from 0.1 to 2-3 ms). A yield that took longer than YIELD_TAKEN_NS
+ * means a thread on this CPU wanted it: the window ends there and is set
+ * back to spin_ns, and the rail blocks (under such a pipeline the target
+ * took 43-73 % of a core instead of 97 %).
  */
 #define WINDOW_MAX_NS  INT64_C(2000000)
 #define YIELD_TAKEN_NS INT64_C(20000)
+/* spin_ns is clamped to 1 ms: the window can always grow from it */
+_Static_assert(WINDOW_MAX_NS >= 1000000, "the window's cap below spin_ns");
 
 struct event_wait {
 	int64_t base;	    /* spin_ns, within [1 us, 1 ms] */

@@ -390,7 +390,7 @@ static inline atomic_uchar *st_track_imm(struct st_fix *f, uint64_t n)
 
 /*
  * The node of st_node_open from `base` (NULL: the defaults), whose
- * provider, address, rails, on_data and log this sets.
+ * provider, address, rails, on_data, data_ctx and log this sets.
  */
 static inline int st_node_open_config(struct st_fix *f, const char *prov,
 				      unsigned rails, size_t tlen,
