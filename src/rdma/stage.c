@@ -438,17 +438,17 @@ static void stalled(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 }
 
 /*
- * Take the next batch off the rail's queue, ready to post: prepared,
- * addressed, described. A job that fails here fails before anything of
- * the batch is posted, so no op is left behind carrying FI_MORE.
+ * Take the next job off the rail's queue that is ready to post (prepared,
+ * addressed, described) into ws->batch[n] and its address and descriptor
+ * slots; a job that fails on the way is failed, and the next one tried.
+ * False when the queue has nothing more.
  */
-static unsigned gather(struct bp_rdma *r, struct bpi_rdma_worker *ws,
-		       struct bp_worker *w, unsigned k, unsigned budget)
+static bool gather_one(struct bp_rdma *r, struct bpi_rdma_worker *ws,
+		       struct bp_worker *w, unsigned k, unsigned n)
 {
 	struct bpi_rail *rl = &ws->rails[k];
-	unsigned n = 0;
 
-	while (rl->pend && n < budget) {
+	while (rl->pend) {
 		struct bp_rdma_job *j = pend_pop(rl);
 		int rc = 0;
 
@@ -470,23 +470,35 @@ static unsigned gather(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 			continue;
 		}
 		j->hdr.stage_word = PREPARED;
-		ws->batch[n++] = j;
+		ws->batch[n] = j;
+		return true;
 	}
-	return n;
+	return false;
 }
 
-/* Post from the rail's queue as far as credits and post_batch allow. */
+/*
+ * Post from the rail's queue as far as credits and post_batch allow.
+ *
+ * One job ahead: job i is posted once job i + 1 is ready (gather_one), and
+ * with FI_MORE exactly then, so no op is left behind carrying FI_MORE when
+ * a later job fails before its post. A prepare callback that generates
+ * the data (bp-target's fill) then overlaps the transfer of what went
+ * before: preparing the whole batch first left the connection idle while
+ * it ran (tcp 64 KiB fill pages: post_batch 16 1.5-1.7 GB/s, 1 at a time
+ * 2.1-2.7).
+ */
 static unsigned post(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		     struct bp_worker *w, unsigned k)
 {
 	struct bpi_rail *rl = &ws->rails[k];
 	unsigned room = r->cfg.credits - rl->inflight;
 	unsigned budget = room < r->cfg.post_batch ? room : r->cfg.post_batch;
-	unsigned n, posted = 0;
+	unsigned n = 0, posted = 0;
 
 	if (rl->gone_inflight)
 		return 0; /* the endpoint is to be reopened: see gone_settle */
-	n = gather(r, ws, w, k, budget);
+	if (budget && gather_one(r, ws, w, k, 0))
+		n = 1;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_rdma_job *j = ws->batch[i];
@@ -510,7 +522,9 @@ static unsigned post(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		uint64_t flags = FI_COMPLETION;
 		ssize_t rc;
 
-		/* FI_MORE: the rest of this batch follows at once */
+		/* the next job first: FI_MORE says it follows at once */
+		if (n == i + 1 && n < budget && gather_one(r, ws, w, k, n))
+			n++;
 		if (i + 1 < n)
 			flags |= FI_MORE;
 		if (j->op == BP_RDMA_WRITEDATA)

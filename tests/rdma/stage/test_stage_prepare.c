@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_stage_prepare PROVIDER - the stage's prepare callback generates
+ * each write's data just before its post (as bp-target's fill does), and a
+ * job whose prepare fails fails alone.
+ *
+ * The stage prepares one job ahead of its posts (src/rdma/stage.c, post):
+ * job i goes out with FI_MORE only once job i + 1 is ready, so a prepare
+ * that fails must neither take its neighbours with it nor leave the job
+ * before it waiting for an op that never follows. Here prepare fills the
+ * job's buffer with its pattern and fails (-EIO) the last job of every
+ * post batch of 16, every seventh job and the very last one, in rounds
+ * that also vary the batch given to bp_pipeline_submit.
+ *
+ *   good jobs    ok, their bytes at the target (the pattern prepare wrote)
+ *   failed jobs  -EIO, nothing of theirs at the target, prepare called
+ *                once (never posted: the stage's failed counter)
+ *   always       every job delivered exactly once, conservation; prepare
+ *                called once per job
+ *
+ * Exits 0 pass, 77 skip (the provider is missing), 1 fail.
+ */
+#include "st_common.h"
+
+ST_DEFINE_GLOBALS;
+
+#define JOBS	  300u
+#define LEN	  3000u
+#define STRIDE	  4096u /* target bytes per job: LEN, then zeros */
+#define SEED	  7
+#define POST_EACH 16u
+
+struct pjob {
+	struct st_job j; /* first: the pipeline gets &j.rj.hdr */
+	uint8_t *src;
+	atomic_uint prepared;
+};
+
+static bool fails(unsigned idx)
+{
+	return idx % POST_EACH == POST_EACH - 1 || idx % 7 == 3 ||
+	       idx == JOBS - 1;
+}
+
+static int prepare(void *ctx, struct bp_rdma_job *job)
+{
+	struct pjob *p = (struct pjob *)job;
+
+	(void)ctx;
+	/* relaxed: a count, read by main after the sink's release */
+	if (atomic_fetch_add_explicit(&p->prepared, 1, memory_order_relaxed))
+		bp_test_fail("job %u prepared twice", p->j.idx);
+	if (fails(p->j.idx))
+		return -EIO;
+	st_fill(p->src, (uint64_t)p->j.idx * STRIDE, LEN, SEED);
+	return 0;
+}
+
+static void run(struct st_fix *f, struct pjob *jobs, uint8_t *src)
+{
+	struct bp_job *ptrs[64];
+	unsigned done = 0, round = 0;
+
+	for (unsigned i = 0; i < JOBS; i++) {
+		memset(&jobs[i], 0, sizeof(jobs[i]));
+		jobs[i].j.idx = i;
+		jobs[i].src = src + (size_t)i * LEN;
+		bp_rdma_job_set(&jobs[i].j.rj, BP_RDMA_WRITE, (uint32_t)f->peer,
+				jobs[i].src, LEN, (uint64_t)i * STRIDE);
+	}
+	/* submits of 1, 5, 16, 33 and 64 jobs, in turn */
+	while (done < JOBS) {
+		static const unsigned each[] = {1, 5, 16, 33, 64};
+		unsigned k = each[round++ % 5];
+		int rc;
+
+		if (k > JOBS - done)
+			k = JOBS - done;
+		for (unsigned i = 0; i < k; i++)
+			ptrs[i] = &jobs[done + i].j.rj.hdr;
+		rc = bp_pipeline_submit(f->p, ptrs, k, 0, 10 * 1000000000ll);
+		if (rc <= 0) {
+			bp_test_fail("submit: %s", bp_strerror(rc));
+			return;
+		}
+		done += (unsigned)rc;
+	}
+	ST_CHECK(st_wait_delivered(f, JOBS, 30), "not all delivered");
+}
+
+static void check(struct st_fix *f, struct pjob *jobs)
+{
+	struct bp_rdma_rail_stats rs;
+	unsigned nfail = 0;
+
+	for (unsigned i = 0; i < JOBS; i++) {
+		struct pjob *p = &jobs[i];
+		const uint8_t *t = f->tgt + (size_t)i * STRIDE;
+		unsigned d = atomic_load_explicit(&p->j.deliveries,
+						  memory_order_relaxed);
+
+		/* relaxed: prepare's counts, ordered by the drain's join */
+		ST_CHECK(atomic_load_explicit(&p->prepared,
+					      memory_order_relaxed) == 1,
+			 "job %u prepared %u times", i,
+			 atomic_load_explicit(&p->prepared,
+					      memory_order_relaxed));
+		ST_CHECK(d == 1, "job %u delivered %u times", i, d);
+		if (fails(i)) {
+			nfail++;
+			ST_CHECK(p->j.status == -EIO,
+				 "job %u: status %d, not prepare's -EIO", i,
+				 p->j.status);
+			ST_CHECK(st_nonzero(t, STRIDE) < 0,
+				 "job %u failed in prepare but wrote", i);
+		} else {
+			ST_CHECK(p->j.status == BP_JOB_OK, "job %u: status %d",
+				 i, p->j.status);
+			ST_CHECK(st_mismatch(t, (uint64_t)i * STRIDE, LEN,
+					     SEED) < 0 &&
+					 st_nonzero(t + LEN, STRIDE - LEN) < 0,
+				 "job %u: the target does not hold its bytes",
+				 i);
+		}
+	}
+	st_rail_sum(f->r, f->workers, f->rails, &rs, NULL);
+	ST_CHECK(rs.posted == JOBS - nfail && rs.completed == JOBS - nfail,
+		 "rails posted %" PRIu64 ", completed %" PRIu64
+		 ", want %u each",
+		 rs.posted, rs.completed, JOBS - nfail);
+	ST_CHECK(f->failed == nfail && f->ok == JOBS - nfail,
+		 "sink: %lu ok, %lu failed; want %u, %u", f->ok, f->failed,
+		 JOBS - nfail, nfail);
+}
+
+int main(int argc, char **argv)
+{
+	const char *prov = argc > 1 ? argv[1] : "tcp;ofi_rxm";
+	struct bp_rdma_config c;
+	struct st_fix f;
+	struct pjob *jobs = calloc(JOBS, sizeof(*jobs));
+	uint8_t *src = st_alloc((size_t)JOBS * LEN);
+	unsigned accepted = JOBS;
+
+	st_env();
+	if (!st_provider_ok(prov))
+		return ST_SKIP;
+	if (!jobs || !src)
+		return 1;
+	st_watchdog(120, "test_stage_prepare %s", prov);
+	if (st_node_open(&f, prov, 2, (size_t)JOBS * STRIDE))
+		return 1;
+	st_rdma_config(&f, &c);
+	c.post_batch = POST_EACH;
+	c.prepare = prepare;
+	if (st_stage_open(&f, &c, NULL) || st_start(&f))
+		return 1;
+	run(&f, jobs, src);
+	ST_CHECK(bp_pipeline_drain(f.p) == 0, "drain");
+	check(&f, jobs);
+	st_check_conservation(&f, &jobs[0].j, 0, accepted);
+	st_close(&f);
+	free(jobs);
+	free(src);
+	st_watchdog_off();
+	return st_result("test_stage_prepare");
+}
