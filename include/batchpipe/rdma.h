@@ -221,8 +221,9 @@ struct bp_rdma_config {
 	unsigned n_fallback_cpus;
 	/*
 	 * optional: called on the worker thread for each job just before it
-	 * is posted (e.g. generate the data a write sends). A non-zero return
-	 * (negative errno) fails that job with it, unposted.
+	 * is posted (e.g. generate the data a write sends), one job ahead of
+	 * the posts. A non-zero return (negative errno) fails that job with
+	 * it, unposted.
 	 */
 	int (*prepare)(void *prepare_ctx, struct bp_rdma_job *job);
 	void *prepare_ctx;
