@@ -479,13 +479,15 @@ static bool gather_one(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 /*
  * Post from the rail's queue as far as credits and post_batch allow.
  *
- * One job ahead: job i is posted once job i + 1 is ready (gather_one), and
- * with FI_MORE exactly then, so no op is left behind carrying FI_MORE when
- * a later job fails before its post. A prepare callback that generates
- * the data (bp-target's fill) then overlaps the transfer of what went
- * before: preparing the whole batch first left the connection idle while
- * it ran (tcp 64 KiB fill pages: post_batch 16 1.5-1.7 GB/s, 1 at a time
- * 2.1-2.7).
+ * One job ahead: before job i is posted, gather_one tries to ready job
+ * i + 1, and job i carries FI_MORE exactly when it did, so no op is left
+ * behind carrying FI_MORE because a later job failed before its post. A
+ * prepare callback that generates the data (bp-target's fill) then
+ * overlaps the transfer of the jobs before it, on a provider that starts
+ * an op when it is posted (tcp does); one that starts a chain only at its
+ * op without FI_MORE gains nothing. Before, the whole batch was prepared
+ * first: bp-target's fill over tcp, 64 KiB pages, moved 1.75 GB/s, and
+ * 2.2-3.1 GB/s one job ahead.
  */
 static unsigned post(struct bp_rdma *r, struct bpi_rdma_worker *ws,
 		     struct bp_worker *w, unsigned k)
