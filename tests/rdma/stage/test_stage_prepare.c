@@ -49,7 +49,7 @@ static int prepare(void *ctx, struct bp_rdma_job *job)
 	struct pjob *p = (struct pjob *)job;
 
 	(void)ctx;
-	/* relaxed: a count, read by main after the sink's release */
+	/* relaxed: a count, read by main after the drain's join */
 	if (atomic_fetch_add_explicit(&p->prepared, 1, memory_order_relaxed))
 		bp_test_fail("job %u prepared twice", p->j.idx);
 	if (fails(p->j.idx))
