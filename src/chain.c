@@ -162,6 +162,18 @@ static int create_worker(struct bp_pipeline *p, struct bpi_stage *st,
 	w->gid = st->first + i;
 	w->cpu = st->ncpus ? st->cpus[i % st->ncpus] : -1;
 	w->done_cap = st->max_inflight;
+	/*
+	 * The order check, for the streams that carry every job of the
+	 * last stage. Before it the egress stream carries only the failed
+	 * jobs (the others go on by the link): the sink takes those job by
+	 * job. seq_next 0: ordered mode has one ingress ring, whose
+	 * positions (the seqs) start at 0.
+	 */
+	w->seq_check = p->cfg.ordered && !st->next;
+	w->seq_next = 0;
+	/* relaxed: before the threads exist */
+	atomic_store_explicit(&w->unsorted, !w->seq_check,
+			      memory_order_relaxed);
 	bpi_waitq_init(&w->progress);
 	/* the worker sleeps and wakes per sink batch: as sink_wq */
 	bpi_waitq_set_waker_fences(&w->progress);

@@ -45,6 +45,14 @@
 #define SEQ_MASK (BPI_RING_POS_SPACE - 1)
 
 /*
+ * Bit 62 of (b - a), for seqs a and b: set when b comes before a, that is
+ * when b - a mod 2^63 is 2^62 or more (a step back, or a jump forward of
+ * half the seq space, which no two seqs in flight are apart). Bit 63 of
+ * the 64-bit difference is not looked at (worker.c's order check).
+ */
+#define SEQ_BACK (BPI_RING_POS_SPACE >> 1)
+
+/*
  * What workers read each pass: replaced, never changed (reconfigure() in
  * pipeline.c). gen counts the copies: the first is LIVE_GEN_FIRST.
  */
@@ -140,6 +148,15 @@ struct bp_worker {
 	uint64_t taken;	 /* jobs ever taken from ingress */
 	uint64_t handed; /* jobs ever handed to egress (unordered credit) */
 	uint64_t delivered_seen; /* ordered: `delivered` at the last look */
+	/*
+	 * Ordered mode, the last stage: whether the jobs this worker completed
+	 * so far (its egress stream) came in seq order, and the seq after the
+	 * last one's, which the next may not come before (worker.c's order
+	 * check). Once one comes out of order the check stops and `unsorted`
+	 * is set.
+	 */
+	bool seq_check;
+	uint64_t seq_next;
 	const struct bpi_live_cfg *cfg; /* valid during one pass */
 	/*
 	 * written by the worker, read by reconfigure(): the gen of the copy
@@ -171,6 +188,14 @@ struct bp_worker {
 	/* ordered mode: jobs of this worker the sink has delivered (sink
 	 * writes) */
 	alignas(BP_FALSE_SHARING) _Atomic uint64_t delivered;
+	/*
+	 * Ordered mode: 1 once this worker's egress stream may be out of seq
+	 * order (it never goes back to 0); the sink then finds the runs in
+	 * each batch job by job, else from their ends (sink.c). Written by
+	 * the worker, once; in this line, which the sink writes anyway, so
+	 * that its read per batch costs no transfer.
+	 */
+	_Atomic int unsorted;
 	/*
 	 * This worker sleeps here while the sink holds it back (egress full,
 	 * or no ordered credit); the sink wakes it after taking from its
@@ -244,13 +269,14 @@ struct bp_pipeline {
 	_Atomic int sink_exited;  /* 1: the sink is done with the pipeline */
 	struct bpi_waitq sink_wq; /* the sink sleeps here; workers wake it */
 	bool *sink_ended;	  /* per worker: its egress stream has ended */
-	uint64_t *sink_credit;	/* ordered mode: per-worker credit to publish */
+	uint64_t *sink_credit; /* ordered mode: per-worker credit to publish */
 	/* ordered mode: the reorder window, by seq (src/sink.c), with
 	 * BPI_SINK_AHEAD spare entries past its end, always NULL */
 	struct bp_job **window;
 	struct bpi_window_run *window_run; /* at each filed run's first seq */
 	uint64_t window_mask;
 	uint64_t next_seq;
+	unsigned run_hint; /* the length of the last run found from its ends */
 	bpi_counter st_ok, st_failed, st_cancelled, st_sink_batches;
 	bpi_counter st_repeats; /* completions the sink refused (seq seen) */
 	bpi_counter st_lat[BP_LAT_BUCKETS];

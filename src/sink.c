@@ -266,6 +266,51 @@ static unsigned take_runs(struct bp_pipeline *p, uint64_t *credit)
 	return k;
 }
 
+/* Whether jobs[k] continues the run of consecutive seqs from jobs[i]. */
+static inline bool in_run(struct bp_job *const *jobs, unsigned i, unsigned k,
+			  uint64_t seq)
+{
+	return ((jobs[k]->seq - seq) & SEQ_MASK) == k - i;
+}
+
+/*
+ * The end of the run of consecutive seqs from jobs[i] (seq), in a batch
+ * whose seqs increase (a worker's stream in order: worker.c's order
+ * check). There jobs[k] is in the run exactly when its seq is seq + k - i
+ * (no seq was skipped up to it), so the run ends where that first fails,
+ * found from its ends instead of job by job: the whole batch, then a run
+ * as long as the last one, then by halving. A few of the jobs' lines are
+ * read here; deliver() reads them all.
+ */
+static unsigned sorted_run_end(struct bp_pipeline *p,
+			       struct bp_job *const *jobs, unsigned i,
+			       unsigned n, uint64_t seq)
+{
+	unsigned lo = i, hi = n - 1, end = i + p->run_hint;
+
+	if (in_run(jobs, i, hi, seq))
+		return n;
+	/* in_run(lo) holds, in_run(hi) does not: the run ends in (lo, hi] */
+	if (end > lo + 1 && end <= hi) {
+		if (!in_run(jobs, i, end - 1, seq))
+			hi = end - 1;
+		else if (end == hi || !in_run(jobs, i, end, seq))
+			return end;
+		else
+			lo = end;
+	}
+	while (hi - lo > 1) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (in_run(jobs, i, mid, seq))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	p->run_hint = hi - i;
+	return hi;
+}
+
 /*
  * File the jobs from `worker`'s egress ring, then deliver the runs from
  * next_seq on, crediting each job's worker once per delivery and waking
@@ -276,6 +321,13 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 			    unsigned n, unsigned worker, uint64_t *credit)
 {
 	bool woke = false, by_delivery = p->stages[0].by_delivery;
+	/*
+	 * relaxed: the worker set it before publishing the first job out of
+	 * order, and these jobs were taken from its ring (an acquire): if
+	 * one of them is, the flag is seen.
+	 */
+	bool sorted = !atomic_load_explicit(&p->workers[worker].unsorted,
+					    memory_order_relaxed);
 
 	/* the seqs are in the jobs' lines, last written on a worker's core:
 	 * ask for them ahead, as deliver() does (jobs has spare entries) */
@@ -286,10 +338,14 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 		 * the seq space's wrap is two) */
 		uint64_t seq = jobs[i]->seq, want = seq + 1;
 
-		for (e = i + 1; e < n; e++, want++) {
-			__builtin_prefetch(jobs[e + SINK_AHEAD], 0, 3);
-			if (jobs[e]->seq != want)
-				break;
+		if (sorted) {
+			e = sorted_run_end(p, jobs, i, n, seq);
+		} else {
+			for (e = i + 1; e < n; e++, want++) {
+				__builtin_prefetch(jobs[e + SINK_AHEAD], 0, 3);
+				if (jobs[e]->seq != want)
+					break;
+			}
 		}
 		file_run(p, jobs + i, e - i, seq, worker, credit);
 	}

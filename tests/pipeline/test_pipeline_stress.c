@@ -10,7 +10,10 @@
  * down to 1, wait strategies, ordered output on/off, and the stage:
  *
  *   sync        completes every job inside process (some fail: -EIO,
- *               -ENOSPC, counted as failed)
+ *               -ENOSPC, counted as failed); with ordered output, one
+ *               batch in four of 4 or more in one call with its second
+ *               and third swapped (its ends in place: worker.c's order
+ *               check must see it)
  *   async       keeps jobs in flight and completes a random subset, in
  *               random order, from poll; cancel completes them early
  *
@@ -271,6 +274,19 @@ static void sync_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 		jobs[i]->status = ((struct sjob *)jobs[i])->expect;
 	}
 	maybe_yield(&s->seed, 64);
+	if (s->r->c->ordered && n >= 4 && rand_r(&s->seed) % 4 == 0) {
+		/*
+		 * Out of order in one call, the first and the last in place:
+		 * the sink must not take the batch for one run of
+		 * consecutive seqs (worker.c's order check).
+		 */
+		struct bp_job *t = jobs[1];
+
+		jobs[1] = jobs[2];
+		jobs[2] = t;
+		bp_worker_complete(w, jobs, n);
+		return;
+	}
 	/* complete in two calls: order across calls is kept */
 	half = n / 2;
 	if (half)

@@ -32,6 +32,14 @@
  *   - at the end the window, its BPI_SINK_AHEAD spare entries included,
  *     is all NULL.
  *
+ * The model keeps each worker's `unsorted` flag as the sink may rely on
+ * it: clear while every job the worker handed came after the one before
+ * (worker.c's order check is stricter), set for good from the first that
+ * did not (a shuffle, a held job, a repeat). So the sink finds the runs
+ * from their ends (sorted_run_end) for the seeds whose workers hand in
+ * order without repeats, and for each worker until its first job out of
+ * order in the others.
+ *
  * Three fixed cases: a run that crosses the window's end is filed in two
  * pieces and delivered in order; a fresh job in the window's last slot
  * followed by repeats of the jobs in its first slots is filed job by job;
@@ -268,6 +276,8 @@ struct sw_model {
 	uint64_t *pending[SW_MAX_WORKERS];
 	unsigned npending[SW_MAX_WORKERS];
 	uint64_t handed[SW_MAX_WORKERS]; /* repeats included */
+	/* the least seq worker w's next job may have to stay in order */
+	uint64_t seq_next[SW_MAX_WORKERS];
 	/* the batch being built; spare entries as in sw_hand_range */
 	struct bp_job *batch[SINK_BATCH + SINK_AHEAD];
 	unsigned nbatch, nrepeats;
@@ -285,6 +295,7 @@ static void sw_model_init(struct sw_model *m, const struct sw_config *c,
 	assert_non_null(m->was_handed);
 	/* a worker holds at most what is in flight: the window's size */
 	for (unsigned w = 0; w < c->nworkers; w++) {
+		m->seq_next[w] = c->first_seq;
 		m->pending[w] = malloc(c->size * sizeof(*m->pending[w]));
 		assert_non_null(m->pending[w]);
 	}
@@ -414,6 +425,22 @@ static void sw_repeat_run(struct sw_model *m)
 }
 
 /*
+ * What worker w's order check would say of the batch: set its unsorted
+ * flag (for good) unless each job comes after the one before.
+ */
+static void sw_note_order(struct sw_model *m, unsigned w)
+{
+	for (unsigned k = 0; k < m->nbatch; k++) {
+		uint64_t s = m->batch[k]->seq;
+
+		if ((s - m->seq_next[w]) & SEQ_BACK)
+			atomic_store_explicit(&m->p->workers[w].unsorted, 1,
+					      memory_order_relaxed);
+		m->seq_next[w] = (s + 1) & SEQ_MASK;
+	}
+}
+
+/*
  * Worker w hands 1..SINK_BATCH of its pending jobs as one batch, as the
  * sink thread would dequeue it, repeats mixed in (SW_REPEAT_ROOM of the
  * entries kept for them).
@@ -446,6 +473,7 @@ static void sw_hand(struct sw_model *m, unsigned w)
 	memmove(m->pending[w], m->pending[w] + n,
 		m->npending[w] * sizeof(*m->pending[w]));
 	m->handed[w] += m->nbatch;
+	sw_note_order(m, w);
 	deliver_ordered(m->p, m->batch, m->nbatch, w, m->p->sink_credit);
 }
 
