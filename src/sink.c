@@ -54,9 +54,10 @@ static inline void count_latency(struct bp_pipeline *p, int64_t lat,
 static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 {
 	int64_t now = bpi_now_ns();
-	uint64_t ok = n, cancelled = 0, run = 0;
-	int64_t run_ns = 0;
+	uint64_t ok = n, cancelled = 0;
+	int64_t run_ns;
 	uint32_t any = 0; /* the statuses ORed: 0 when every job is ok */
+	struct bp_job **jp = jobs, **run = jobs, **end = jobs + n;
 
 	/*
 	 * Each job's line was last written on a worker's core: ask for it
@@ -65,22 +66,22 @@ static void deliver(struct bp_pipeline *p, struct bp_job **jobs, unsigned n)
 	 */
 	for (unsigned i = 0; i < SINK_AHEAD && i < n; i++)
 		__builtin_prefetch(jobs[i], 0, 3);
+	/* a run starts at `run`; its length is counted where it ends */
+	run_ns = n ? jobs[0]->submit_ns : 0;
 #pragma GCC unroll 4
-	for (unsigned i = 0; i < n; i++) {
-		int64_t sub = jobs[i]->submit_ns;
+	for (; jp < end; jp++) {
+		const struct bp_job *j = *jp;
 
-		__builtin_prefetch(jobs[i + SINK_AHEAD], 0, 3);
-		any |= (uint32_t)jobs[i]->status;
-		if (sub != run_ns) {
-			if (run)
-				count_latency(p, now - run_ns, run);
-			run_ns = sub;
-			run = 0;
+		__builtin_prefetch(jp[SINK_AHEAD], 0, 3);
+		any |= (uint32_t)j->status;
+		if (__builtin_expect(j->submit_ns != run_ns, 0)) {
+			count_latency(p, now - run_ns, (uint64_t)(jp - run));
+			run_ns = j->submit_ns;
+			run = jp;
 		}
-		run++;
 	}
-	if (run)
-		count_latency(p, now - run_ns, run);
+	if (end > run)
+		count_latency(p, now - run_ns, (uint64_t)(end - run));
 	if (__builtin_expect(any != 0, 0)) {
 		/* a failure or a cancellation among them: count by status */
 		ok = 0;
