@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "src/jobcheck.h"
 #include "src/pipeline_internal.h"
@@ -136,6 +138,14 @@ void bpi_ingress_wake(struct bpi_lane *l)
 static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 			 uint64_t step, int64_t now, uint32_t stage)
 {
+	/* pipeline_word and stage, side by side: one 8-byte store a job */
+	_Static_assert(offsetof(struct bp_job, stage) ==
+			       offsetof(struct bp_job, pipeline_word) + 4,
+		       "bp_job.stage follows pipeline_word");
+	const struct {
+		uint32_t pipeline_word, stage;
+	} marks = {JOB_SUBMITTED, stage};
+
 	if (__builtin_expect(seq + (k - 1) * step > SEQ_MASK, 0)) {
 		for (unsigned i = 0; i < k; i++) {
 			js[i]->seq = (seq + i * step) & SEQ_MASK;
@@ -154,8 +164,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 		seq += step;
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
-		j->pipeline_word = JOB_SUBMITTED;
-		j->stage = stage;
+		memcpy(&j->pipeline_word, &marks, sizeof(marks));
 	}
 }
 
