@@ -191,7 +191,7 @@ struct bp_worker {
 	/*
 	 * Ordered mode: 1 once this worker's egress stream may be out of seq
 	 * order (it never goes back to 0); the sink then finds the runs in
-	 * each batch job by job, else from their ends (sink.c). Written by
+	 * each batch job by job, else from a few jobs (sink.c). Written by
 	 * the worker, once; in this line, which the sink writes anyway, so
 	 * that its read per batch costs no transfer.
 	 */
@@ -276,7 +276,7 @@ struct bp_pipeline {
 	struct bpi_window_run *window_run; /* at each filed run's first seq */
 	uint64_t window_mask;
 	uint64_t next_seq;
-	unsigned run_hint; /* the length of the last run found from its ends */
+	unsigned run_hint; /* ordered: the last run's length (sink.c) */
 	bpi_counter st_ok, st_failed, st_cancelled, st_sink_batches;
 	bpi_counter st_repeats; /* completions the sink refused (seq seen) */
 	bpi_counter st_lat[BP_LAT_BUCKETS];

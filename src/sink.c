@@ -279,26 +279,35 @@ static inline bool in_run(struct bp_job *const *jobs, unsigned i, unsigned k,
  * whose seqs increase (a worker's stream in order: worker.c's order
  * check). There jobs[k] is in the run exactly when its seq is seq + k - i
  * (no seq was skipped up to it), so the run ends where that first fails,
- * found from its ends instead of job by job: the whole batch, then a run
- * as long as the last one, then by halving. A few of the jobs' lines are
- * read here; deliver() reads them all.
+ * found from a few jobs instead of each: first where a run as long as the
+ * last one would end (one or two reads when the runs keep their length,
+ * a worker's batch), else by steps doubling from there, then by halving
+ * (about twice the log of the run's length).
  */
 static unsigned sorted_run_end(struct bp_pipeline *p,
 			       struct bp_job *const *jobs, unsigned i,
 			       unsigned n, uint64_t seq)
 {
-	unsigned lo = i, hi = n - 1, end = i + p->run_hint;
+	/* in_run(lo) holds; hi == n, or in_run(hi) does not */
+	unsigned lo = i, hi = n, h = p->run_hint;
 
-	if (in_run(jobs, i, hi, seq))
-		return n;
-	/* in_run(lo) holds, in_run(hi) does not: the run ends in (lo, hi] */
-	if (end > lo + 1 && end <= hi) {
-		if (!in_run(jobs, i, end - 1, seq))
-			hi = end - 1;
-		else if (end == hi || !in_run(jobs, i, end, seq))
-			return end;
-		else
-			lo = end;
+	if (h >= 1 && h <= n - i) {
+		unsigned e = i + h; /* where a run of h would end */
+
+		if (h > 1 && !in_run(jobs, i, e - 1, seq)) {
+			hi = e - 1;
+		} else {
+			if (e == n || !in_run(jobs, i, e, seq))
+				return e;
+			lo = e;
+		}
+	}
+	for (unsigned step = 1; lo + step < hi; step *= 2) {
+		if (!in_run(jobs, i, lo + step, seq)) {
+			hi = lo + step;
+			break;
+		}
+		lo += step;
 	}
 	while (hi - lo > 1) {
 		unsigned mid = lo + (hi - lo) / 2;
@@ -335,11 +344,14 @@ static bool deliver_ordered(struct bp_pipeline *p, struct bp_job **jobs,
 	for (unsigned i = 0; i < SINK_AHEAD && i < n; i++)
 		__builtin_prefetch(jobs[i], 0, 3);
 	for (unsigned i = 0, e; i < n; i = e) {
-		/* the run of consecutive seqs from jobs[i] (one that crosses
-		 * the seq space's wrap is two) */
+		/* the run of consecutive seqs from jobs[i] (the job by job
+		 * look splits one that crosses the seq space's wrap in two;
+		 * file_run takes either) */
 		uint64_t seq = jobs[i]->seq, want = seq + 1;
 
 		if (sorted) {
+			/* short runs: read the lines ahead, as below */
+			__builtin_prefetch(jobs[i + SINK_AHEAD], 0, 3);
 			e = sorted_run_end(p, jobs, i, n, seq);
 		} else {
 			for (e = i + 1; e < n; e++, want++) {

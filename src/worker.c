@@ -196,7 +196,7 @@ static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
 
 /*
  * The order check (ordered mode, the last stage: w->seq_check). The sink
- * finds the runs of consecutive seqs in a batch from their ends, not job
+ * finds the runs of consecutive seqs in a batch from a few jobs, not job
  * by job, when the worker's egress stream is in seq order (sink.c), and
  * only then: its jobs reach egress in the order they are completed, so
  * the completions are checked: in one call each job must have the seq
@@ -209,8 +209,8 @@ static inline void name_failure(const struct bpi_stage *st, struct bp_job *j)
  * stops the check for good, and the sink looks at every job from then
  * on. Done here, where the job's line is loaded anyway, it costs the
  * worker about four instructions a job and saves the sink, the one thread
- * every job passes, about nine (scripts/instructions.py --ordered, B=32:
- * workers 26.8 -> 31.0, sink 31.8 -> 22.7).
+ * every job passes, about nine (scripts/instructions.py --ordered, B=32,
+ * when it came: workers 26.8 -> 31.0, sink 31.8 -> 22.7).
  */
 static void __attribute__((noinline, cold)) stream_unsorted(struct bp_worker *w)
 {

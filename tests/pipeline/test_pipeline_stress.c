@@ -10,10 +10,13 @@
  * down to 1, wait strategies, ordered output on/off, and the stage:
  *
  *   sync        completes every job inside process (some fail: -EIO,
- *               -ENOSPC, counted as failed); with ordered output, one
- *               batch in four of 4 or more in one call with its second
- *               and third swapped (its ends in place: worker.c's order
- *               check must see it)
+ *               -ENOSPC, counted as failed); with ordered output,
+ *               worker 0 completes one batch in eight of 4 or more in
+ *               one call with its second and third swapped (its ends in
+ *               place), and one in eight in calls each in order, the
+ *               fourth job's before the third's: worker.c's order check
+ *               must see both, and the other workers' runs stay on the
+ *               sink's path for streams in order
  *   async       keeps jobs in flight and completes a random subset, in
  *               random order, from poll; cancel completes them early
  *
@@ -274,18 +277,31 @@ static void sync_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 		jobs[i]->status = ((struct sjob *)jobs[i])->expect;
 	}
 	maybe_yield(&s->seed, 64);
-	if (s->r->c->ordered && n >= 4 && rand_r(&s->seed) % 4 == 0) {
+	if (s->r->c->ordered && s->id == 0 && n >= 4) {
 		/*
-		 * Out of order in one call, the first and the last in place:
-		 * the sink must not take the batch for one run of
-		 * consecutive seqs (worker.c's order check).
+		 * Worker 0 only (the others stay in order, so the sink keeps
+		 * finding their runs from their ends): now and then out of
+		 * order in one call, the first and the last in place; or
+		 * each call in order but one behind the call before. The
+		 * sink must take neither batch for one run of consecutive
+		 * seqs (worker.c's order check, in a call and across calls).
 		 */
 		struct bp_job *t = jobs[1];
 
-		jobs[1] = jobs[2];
-		jobs[2] = t;
-		bp_worker_complete(w, jobs, n);
-		return;
+		switch (rand_r(&s->seed) % 8) {
+		case 0:
+			jobs[1] = jobs[2];
+			jobs[2] = t;
+			bp_worker_complete(w, jobs, n);
+			return;
+		case 1:
+			bp_worker_complete(w, jobs, 2);
+			bp_worker_complete(w, jobs + 3, 1);
+			bp_worker_complete(w, jobs + 2, 1);
+			if (n > 4)
+				bp_worker_complete(w, jobs + 4, n - 4);
+			return;
+		}
 	}
 	/* complete in two calls: order across calls is kept */
 	half = n / 2;

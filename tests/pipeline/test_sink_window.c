@@ -685,12 +685,71 @@ static void test_full_batch_behind_gap(void **state)
 	free(s.jobs);
 }
 
+/*
+ * sorted_run_end against a look at every job: batches of 1..40 jobs with
+ * increasing seqs (gaps of 1..3 drawn per job, from 0 or just below the
+ * seq space's wrap), from every start, with every hint from 0 to past the
+ * batch's end. It must give the end of the run of consecutive seqs
+ * exactly (a run ended too late would deliver out of order; too early
+ * only costs another run), and leave a hint that ends its run.
+ */
+static void test_sorted_run_end(void **state)
+{
+	struct bp_job jobs[40];
+	struct bp_job *ptrs[40 + SINK_AHEAD] = {0};
+	struct bp_pipeline p;
+	uint64_t rng = 7, cases = 0;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	for (unsigned round = 0; round < 300; round++) {
+		unsigned n = 1 + sw_below(&rng, 40);
+		uint64_t seq = round & 1 ? 0 : SEQ_MASK - sw_below(&rng, 50);
+
+		for (unsigned k = 0; k < n; k++) {
+			/* mostly consecutive: runs of a few to many */
+			seq += k == 0 ? 0 : (sw_below(&rng, 6) ? 1 : 2);
+			jobs[k].seq = seq & SEQ_MASK;
+			ptrs[k] = &jobs[k];
+		}
+		for (unsigned i = 0; i < n; i++) {
+			unsigned want = i + 1;
+
+			while (want < n &&
+			       jobs[want].seq == ((jobs[i].seq + (want - i)) &
+						  SEQ_MASK))
+				want++;
+			for (unsigned h = 0; h <= n + 2; h++) {
+				unsigned got;
+
+				p.run_hint = h;
+				got = sorted_run_end(&p, ptrs, i, n,
+						     jobs[i].seq);
+				cases++;
+				if (got != want) {
+					pt_fail("n %u, from %u, hint %u: run "
+						"ends at %u, want %u",
+						n, i, h, got, want);
+					return;
+				}
+				if (p.run_hint != h && p.run_hint != want - i)
+					pt_fail("hint %u left at %u, run of "
+						"%u",
+						h, p.run_hint, want - i);
+			}
+		}
+	}
+	assert_true(cases > 10000);
+	assert_int_equal(pt_failures(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_across_window_end),
 		cmocka_unit_test(test_repeats_across_window_end),
 		cmocka_unit_test(test_full_batch_behind_gap),
+		cmocka_unit_test(test_sorted_run_end),
 		cmocka_unit_test(test_random_models),
 	};
 	int rc;
