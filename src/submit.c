@@ -145,6 +145,7 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 	const struct {
 		uint32_t pipeline_word, stage;
 	} marks = {JOB_SUBMITTED, stage};
+	_Static_assert(sizeof(marks) == 8, "two words, no padding");
 
 	if (__builtin_expect(seq + (k - 1) * step > SEQ_MASK, 0)) {
 		for (unsigned i = 0; i < k; i++) {
@@ -164,7 +165,9 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 		seq += step;
 		j->submit_ns = now;
 		j->status = BP_JOB_OK;
-		memcpy(&j->pipeline_word, &marks, sizeof(marks));
+		/* from the job's start: the copy spans two members */
+		memcpy((char *)j + offsetof(struct bp_job, pipeline_word),
+		       &marks, sizeof(marks));
 	}
 }
 

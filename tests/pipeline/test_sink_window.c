@@ -200,6 +200,16 @@ static uint64_t sw_credited(const struct bp_pipeline *p, unsigned w)
 	       p->sink_credit[w];
 }
 
+/* The jobs deliver() counted in the latency buckets. */
+static uint64_t sw_lat_total(const struct bp_pipeline *p)
+{
+	uint64_t n = 0;
+
+	for (unsigned b = 0; b < BP_LAT_BUCKETS; b++)
+		n += bpi_stat_get(&p->st_lat[b]);
+	return n;
+}
+
 /* Whether the window and its spare entries are all NULL. */
 static bool sw_window_empty(const struct bp_pipeline *p)
 {
@@ -507,6 +517,10 @@ static void sw_check_end(const struct sw_model *m)
 				w, sw_credited(p, w), m->handed[w]);
 	if (!sw_window_empty(p))
 		pt_fail("the window is not empty at the end");
+	if (sw_lat_total(p) != m->sink.next)
+		pt_fail("latency counted for %" PRIu64 " jobs, %" PRIu64
+			" delivered",
+			sw_lat_total(p), m->sink.next);
 }
 
 /*
@@ -743,6 +757,73 @@ static void test_sorted_run_end(void **state)
 	assert_int_equal(pt_failures(), 0);
 }
 
+/*
+ * deliver() counts each job's latency once, by runs of equal submit
+ * times: batches of 1..SINK_BATCH jobs whose submit times are all equal,
+ * all different, the first or the last apart, or drawn from three values;
+ * the callback frees nothing here but must see every job. Jobs submitted
+ * "in the future" (a clock read after deliver's) go to bucket 0.
+ */
+static void sw_count_cb(void *ctx, struct bp_job **jobs, unsigned n)
+{
+	uint64_t *seen = ctx;
+
+	(void)jobs;
+	*seen += n;
+}
+
+static void test_deliver_latency_counts(void **state)
+{
+	static struct bp_job jobs[SINK_BATCH];
+	struct bp_job *ptrs[SINK_BATCH + SINK_AHEAD] = {0};
+	struct bp_pipeline *p = bpi_alloc_aligned(sizeof(*p), BP_FALSE_SHARING);
+	uint64_t rng = 11, seen = 0, want = 0;
+	int64_t t0 = bpi_now_ns();
+
+	(void)state;
+	assert_non_null(p);
+	p->cfg.sink = sw_count_cb;
+	p->cfg.sink_ctx = &seen;
+	for (unsigned round = 0; round < 2000; round++) {
+		unsigned n = 1 + sw_below(&rng, SINK_BATCH), shape = round % 5;
+		uint64_t before = sw_lat_total(p), zero;
+
+		zero = bpi_stat_get(&p->st_lat[0]);
+		for (unsigned i = 0; i < n; i++) {
+			int64_t sub = t0 - 1000;
+
+			if (shape == 1)
+				sub -= i;
+			else if (shape == 2 && i == 0)
+				sub -= 5;
+			else if (shape == 3 && i == n - 1)
+				sub -= 5;
+			else if (shape == 4)
+				sub -= sw_below(&rng, 3);
+			jobs[i].submit_ns = sub;
+			ptrs[i] = &jobs[i];
+		}
+		/* one batch from the future: every job in bucket 0 */
+		if (round % 97 == 0)
+			for (unsigned i = 0; i < n; i++)
+				jobs[i].submit_ns = t0 + (INT64_C(1) << 40);
+		deliver(p, ptrs, n);
+		want += n;
+		if (sw_lat_total(p) - before != n)
+			pt_fail("round %u (shape %u): %" PRIu64
+				" latencies counted for %u jobs",
+				round, shape, sw_lat_total(p) - before, n);
+		if (round % 97 == 0 && bpi_stat_get(&p->st_lat[0]) - zero != n)
+			pt_fail("round %u: a batch from the future is not all "
+				"in bucket 0",
+				round);
+	}
+	assert_int_equal(seen, want);
+	assert_int_equal(bpi_stat_get(&p->st_ok), want);
+	assert_int_equal(pt_failures(), 0);
+	bpi_free_aligned(p, sizeof(*p), BP_FALSE_SHARING);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -750,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_repeats_across_window_end),
 		cmocka_unit_test(test_full_batch_behind_gap),
 		cmocka_unit_test(test_sorted_run_end),
+		cmocka_unit_test(test_deliver_latency_counts),
 		cmocka_unit_test(test_random_models),
 	};
 	int rc;
