@@ -448,11 +448,16 @@ void lk_print_csv(FILE *f, const void *report)
 				}
 }
 
-/* A JSON number, or null for NaN / infinity. */
+/*
+ * A JSON number, or null for NaN / infinity. Ten significant digits, not
+ * four decimals: a run that delivered little (a 5 ms window on a loaded
+ * machine) has rates near 0, whose ratios a reader must be able to
+ * recompute.
+ */
 static void lk_json_num(FILE *f, double x)
 {
 	if (isfinite(x))
-		fprintf(f, "%.4f", x);
+		fprintf(f, "%.10g", x);
 	else
 		fprintf(f, "null");
 }
