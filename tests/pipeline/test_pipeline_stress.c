@@ -280,7 +280,7 @@ static void sync_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 	if (s->r->c->ordered && s->id == 0 && n >= 4) {
 		/*
 		 * Worker 0 only (the others stay in order, so the sink keeps
-		 * finding their runs from their ends): now and then out of
+		 * finding their runs from a few jobs): now and then out of
 		 * order in one call, the first and the last in place; or
 		 * each call in order but one behind the call before. The
 		 * sink must take neither batch for one run of consecutive
