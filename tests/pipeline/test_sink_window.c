@@ -443,6 +443,7 @@ static void sw_note_order(struct sw_model *m, unsigned w)
 	for (unsigned k = 0; k < m->nbatch; k++) {
 		uint64_t s = m->batch[k]->seq;
 
+		/* relaxed: one thread plays worker and sink here */
 		if ((s - m->seq_next[w]) & SEQ_BACK)
 			atomic_store_explicit(&m->p->workers[w].unsorted, 1,
 					      memory_order_relaxed);
