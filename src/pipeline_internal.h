@@ -8,7 +8,9 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <batchpipe/error.h>
 #include <batchpipe/pipeline.h>
@@ -39,6 +41,33 @@
  * completion that comes twice, or from the wrong stage, is refused.
  */
 #define STAGE_MARK(k) (JOB_SUBMITTED + ((uint32_t)(k) << 24))
+
+/*
+ * bp_job.status and pipeline_word side by side (job.h): one 8-byte word
+ * that submit stamps with one store and a chain's completion checks with
+ * one load (worker.c's flip_marks). Built through this struct, a word's
+ * halves are the fields on either byte order.
+ */
+struct bpi_status_mark {
+	int32_t status;
+	uint32_t pipeline_word;
+};
+_Static_assert(offsetof(struct bp_job, pipeline_word) ==
+		       offsetof(struct bp_job, status) + 4,
+	       "bp_job.pipeline_word follows status");
+_Static_assert(offsetof(struct bp_job, status) % 8 == 0,
+	       "bp_job.status starts an 8-byte word");
+_Static_assert(sizeof(struct bpi_status_mark) == 8, "two words, no padding");
+
+/* The 8-byte word of a status and a mark. */
+static inline uint64_t bpi_status_mark_word(int32_t status, uint32_t mark)
+{
+	const struct bpi_status_mark sm = {status, mark};
+	uint64_t w;
+
+	memcpy(&w, &sm, sizeof(w));
+	return w;
+}
 
 /* The pipeline's seqs are ingress positions (with lanes: src/lanes.h):
  * they wrap with them. */

@@ -138,14 +138,8 @@ void bpi_ingress_wake(struct bpi_lane *l)
 static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 			 uint64_t step, int64_t now, uint32_t stage)
 {
-	/* pipeline_word and stage, side by side: one 8-byte store a job */
-	_Static_assert(offsetof(struct bp_job, stage) ==
-			       offsetof(struct bp_job, pipeline_word) + 4,
-		       "bp_job.stage follows pipeline_word");
-	const struct {
-		uint32_t pipeline_word, stage;
-	} marks = {JOB_SUBMITTED, stage};
-	_Static_assert(sizeof(marks) == 8, "two words, no padding");
+	/* status and pipeline_word: one 8-byte store a job */
+	const uint64_t marks = bpi_status_mark_word(BP_JOB_OK, JOB_SUBMITTED);
 
 	if (__builtin_expect(seq + (k - 1) * step > SEQ_MASK, 0)) {
 		for (unsigned i = 0; i < k; i++) {
@@ -164,10 +158,10 @@ static inline void stamp(struct bp_job **js, unsigned k, uint64_t seq,
 		j->seq = seq;
 		seq += step;
 		j->submit_ns = now;
-		j->status = BP_JOB_OK;
 		/* from the job's start: the copy spans two members */
-		memcpy((char *)j + offsetof(struct bp_job, pipeline_word),
-		       &marks, sizeof(marks));
+		memcpy((char *)j + offsetof(struct bp_job, status), &marks,
+		       sizeof(marks));
+		j->stage = stage;
 	}
 }
 

@@ -229,10 +229,14 @@ static void __attribute__((noinline, cold)) stream_unsorted(struct bp_worker *w)
  * was mark_in. That is tested on the words ORed and ANDed (all equal to
  * mark_in exactly when both are: a bit set in any word is set in mark_in,
  * and a bit set in mark_in is set in every word), two operations a job
- * where XORing each with mark_in first took three. chain: also OR the
- * statuses into *any (the same line), for a chain's failure naming and
- * hand-off sort. order: the order check; *back is non-zero when it fails,
- * and *next becomes the seq after the last job's.
+ * where XORing each with mark_in first took three. chain: the loads, the
+ * ORs, the ANDs and the stores are of the 8-byte word of status and
+ * pipeline_word (struct bpi_status_mark), so the same two operations also
+ * OR the statuses into *any (BP_JOB_OK is 0: in the status half the OR
+ * is every status ORed, the AND 0), for a chain's failure naming and
+ * hand-off sort; the store writes each status back as it was. order: the
+ * order check; *back is non-zero when it fails, and *next becomes the seq
+ * after the last job's.
  */
 static inline __attribute__((always_inline)) uint32_t
 flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
@@ -240,7 +244,10 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
 	   uint64_t *back)
 {
 	/* from mark_in: no job (n == 0) passes, and mark_in changes neither */
-	uint32_t all_or = in, all_and = in, st = 0;
+	const uint64_t in2 = bpi_status_mark_word(BP_JOB_OK, in);
+	const uint64_t flip2 = bpi_status_mark_word(0, flip);
+	uint64_t or2 = in2, and2 = in2;
+	uint32_t all_or = in, all_and = in;
 	uint64_t nx = 0, bk = 0;
 
 	if (order && n) {
@@ -252,22 +259,40 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
 #pragma GCC unroll 4
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = jobs[i];
-		uint32_t v = j->pipeline_word;
 
-		all_or |= v;
-		all_and &= v;
-		j->pipeline_word = v ^ flip;
-		if (chain)
-			st |= (uint32_t)j->status;
+		if (chain) {
+			char *w = (char *)j + offsetof(struct bp_job, status);
+			uint64_t v;
+
+			memcpy(&v, w, sizeof(v));
+			or2 |= v;
+			and2 &= v;
+			v ^= flip2;
+			memcpy(w, &v, sizeof(v));
+		} else {
+			uint32_t v = j->pipeline_word;
+
+			all_or |= v;
+			all_and &= v;
+			j->pipeline_word = v ^ flip;
+		}
 		if (order)
 			bk |= j->seq ^ nx++;
 		out[i] = j;
 	}
-	*any = st;
 	if (order && n) {
 		*next = nx & SEQ_MASK;
 		*back = bk & SEQ_MASK;
 	}
+	if (chain) {
+		const uint64_t d = (or2 ^ in2) | (and2 ^ in2);
+		struct bpi_status_mark dm;
+
+		memcpy(&dm, &d, sizeof(dm));
+		*any = (uint32_t)dm.status;
+		return dm.pipeline_word;
+	}
+	*any = 0;
 	return (all_or ^ in) | (all_and ^ in);
 }
 

@@ -21,9 +21,10 @@ _Static_assert(sizeof(struct bp_job) == 96, "struct bp_job size");
 _Static_assert(offsetof(struct bp_job, seq) == 0, "bp_job.seq");
 _Static_assert(offsetof(struct bp_job, submit_ns) == 8, "bp_job.submit_ns");
 _Static_assert(offsetof(struct bp_job, status) == 16, "bp_job.status");
-_Static_assert(offsetof(struct bp_job, stage_word) == 20, "bp_job.stage_word");
-_Static_assert(offsetof(struct bp_job, pipeline_word) == 24,
+/* 0.4.0: pipeline_word next to status (one 8-byte word), then stage_word */
+_Static_assert(offsetof(struct bp_job, pipeline_word) == 20,
 	       "bp_job.pipeline_word");
+_Static_assert(offsetof(struct bp_job, stage_word) == 24, "bp_job.stage_word");
 _Static_assert(offsetof(struct bp_job, stage) == 28, "bp_job.stage");
 _Static_assert(offsetof(struct bp_job, op_context) == 32, "bp_job.op_context");
 /* on the caller's stack, filled by the zero-copy calls */

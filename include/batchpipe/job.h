@@ -30,10 +30,6 @@ struct bp_job {
 	uint64_t seq;
 	int64_t submit_ns; /* CLOCK_MONOTONIC at submission (latency stats) */
 	int32_t status;	   /* BP_JOB_OK at submit; a stage sets a failure */
-	/* the stage's own word while the job is in the stage (the RDMA
-	 * stage keeps its in-flight slot there); the pipeline never touches
-	 * it */
-	uint32_t stage_word;
 	/*
 	 * The pipeline's own word: it marks a job as submitted and not yet
 	 * completed, so that a stage completing a job twice is refused. A
@@ -41,6 +37,10 @@ struct bp_job {
 	 * in it the same way. Nobody else writes it.
 	 */
 	uint32_t pipeline_word;
+	/* the stage's own word while the job is in the stage (the RDMA
+	 * stage keeps its in-flight slot there); the pipeline never touches
+	 * it */
+	uint32_t stage_word;
 	/*
 	 * The stage of a chain that first failed or cancelled the job
 	 * (written by the pipeline; meaningful when status is not

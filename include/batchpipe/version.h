@@ -13,7 +13,7 @@
 #define BATCHPIPE_VERSION_H
 
 #define BP_VERSION_MAJOR 0
-#define BP_VERSION_MINOR 3
+#define BP_VERSION_MINOR 4
 #define BP_VERSION_PATCH 0
 
 /* One comparable number: 0x00MMmmpp (each part below 256). */
