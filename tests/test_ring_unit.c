@@ -336,11 +336,14 @@ static void test_odd_item(void **state)
 	bp_ring_destroy(r);
 }
 
-/* Move the head of empty ring r on to slot `slot` (capacity 16), one item
- * at a time; *next is the position (and the number) of the next item. */
+/* the longest run the run tests below take (their rings' capacity) */
+#define RUN_MAX 64
+
+/* Move the head of empty ring r on to slot `slot`, one item at a time;
+ * *next is the position (and the number) of the next item. */
 static void leaf_align(struct bp_ring *r, uint64_t *next, unsigned slot)
 {
-	while (*next % 16 != slot) {
+	while (*next % bp_ring_capacity(r) != slot) {
 		void *one = it(*next), *back = NULL;
 
 		assert_int_equal(bp_ring_enqueue_burst(r, &one, 1, NULL), 1);
@@ -353,7 +356,7 @@ static void leaf_align(struct bp_ring *r, uint64_t *next, unsigned slot)
 /* Dequeue exactly `want` items, numbered from first, in bursts. */
 static void leaf_take_all(struct bp_ring *r, unsigned want, uint64_t first)
 {
-	void *out[16];
+	void *out[RUN_MAX];
 	unsigned got = 0;
 
 	while (got < want) {
@@ -378,9 +381,10 @@ static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 {
 	void *const mark = bpt_item(1, 7777); /* no test item is producer 1's */
 	struct bp_ring_zc za, zb;
-	void *out[16];
+	void *out[RUN_MAX];
 	int k;
 
+	assert_true(n + b <= RUN_MAX);
 	assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, n, &za), (int)n);
 	if (b)
 		assert_int_equal(bp_ring_enqueue_zc_bulk_start(r, b, &zb),
@@ -389,14 +393,14 @@ static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 		assert_int_equal(bp_ring_zc_put(&zb, it(*next + n + i)), 0);
 	for (unsigned i = 0; i < p; i++)
 		assert_int_equal(bp_ring_zc_put(&za, it(*next + i)), 0);
-	for (unsigned i = 0; i < 16; i++)
+	for (unsigned i = 0; i < RUN_MAX; i++)
 		out[i] = mark;
 	if (p < n)
 		assert_int_equal(bp_ring_dequeue_bulk(r, out, n, NULL), 0);
 	k = bp_ring_dequeue_burst(r, out, n + b, NULL);
 	assert_int_equal(k, (int)p);
 	check_seq(out, p, *next);
-	for (unsigned i = p; i < 16; i++)
+	for (unsigned i = p; i < RUN_MAX; i++)
 		assert_ptr_equal(out[i], mark);
 	for (unsigned i = p; i < n; i++)
 		assert_int_equal(bp_ring_zc_put(&za, it(*next + i)), 0);
@@ -409,19 +413,21 @@ static void leaf_holes(struct bp_ring *r, uint64_t *next, unsigned n,
 
 /*
  * The pipeline's way in: reserve n, publish them, and exactly those n come
- * out, in order (a burst of up to 16 would also take a slot written past
- * them with this lap's tag).
+ * out, in order (a burst of the ring's capacity would also take a slot
+ * written past them with this lap's tag).
  */
 static void leaf_publish(struct bp_ring *r, uint64_t *next, unsigned n)
 {
-	void *v[10], *out[16];
+	void *v[RUN_MAX], *out[RUN_MAX];
+	const unsigned cap = bp_ring_capacity(r);
 	uint64_t pos;
 
+	assert_true(n <= RUN_MAX && cap <= RUN_MAX);
 	fill_seq(v, n, *next);
 	assert_int_equal(bpi_ring_reserve_burst(r, n, &pos), (int)n);
 	bpi_ring_publish(r, pos, v, n);
 	check_occupancy(r, n);
-	assert_int_equal(bp_ring_dequeue_burst(r, out, 16, NULL), (int)n);
+	assert_int_equal(bp_ring_dequeue_burst(r, out, cap, NULL), (int)n);
 	check_seq(out, n, *next);
 	check_occupancy(r, 0);
 	*next += n;
@@ -484,6 +490,38 @@ static void test_leaf_runs(void **state)
 		}
 		bp_ring_destroy(r);
 	}
+}
+
+/*
+ * The wide runs (sixteen slots a step, then four: src/ring_slots.c), as
+ * test_leaf_runs does the leaf runs, in a ring of 64: runs of 11 to 48
+ * with the head at slots that put them across the array's end and not,
+ * a hole at every position (a slot not ready in any group of sixteen or
+ * of four ends the burst there, with nothing copied past it), and the
+ * pipeline's reservation and publication of each.
+ */
+static void test_wide_runs(void **state)
+{
+	static const unsigned sizes[] = {11, 12, 15, 16, 17, 20, 23, 24,
+					 31, 32, 33, 40, 47, 48};
+	static const unsigned slots[] = {0, 1, 5, 16, 31, 40, 57, 63};
+	struct bp_ring *r = ring_new(RUN_MAX, mode_of(state));
+	uint64_t next = 0;
+
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		const unsigned n = sizes[si];
+
+		for (size_t li = 0; li < sizeof(slots) / sizeof(slots[0]);
+		     li++) {
+			for (unsigned p = 0; p <= n; p++) {
+				leaf_align(r, &next, slots[li]);
+				leaf_holes(r, &next, n, p, p < n ? 3 : 0);
+			}
+			leaf_align(r, &next, slots[li]);
+			leaf_publish(r, &next, n);
+		}
+	}
+	bp_ring_destroy(r);
 }
 
 /* NULL items with n > 0, and a bulk wait that can never succeed: -EINVAL. */
@@ -1594,6 +1632,7 @@ int main(void)
 		MODE_TESTS(test_bulk_burst),
 		MODE_TESTS(test_odd_item),
 		MODE_TESTS(test_leaf_runs),
+		MODE_TESTS(test_wide_runs),
 		MODE_TESTS(test_invalid_args),
 		MODE_TESTS(test_bulk_too_big),
 		cmocka_unit_test(test_quiet),
