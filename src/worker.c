@@ -504,7 +504,7 @@ static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
 	       (st->next_takes_failed && j->status != BP_JOB_CANCELLED);
 }
 
-static unsigned hand_off_chain(struct bp_worker *w)
+static unsigned __attribute__((noinline)) hand_off_sort(struct bp_worker *w)
 {
 	const struct bpi_stage *st = w->st;
 	unsigned k = w->dscan, on = 0, out = 0;
@@ -559,6 +559,36 @@ static unsigned hand_off_chain(struct bp_worker *w)
 	w->handed += on + out;
 	bpi_stat_add(&w->st_handed, on + out);
 	return on + out;
+}
+
+/*
+ * The common case: every job completed since the last hand-off was ok and
+ * none waits for the sink, so done[dhead, dend) goes on as it is (a full
+ * link leaves the rest for the next pass, as hand_off_sort does).
+ */
+static unsigned hand_off_chain(struct bp_worker *w)
+{
+	uint64_t pos;
+	int r;
+
+	if (__builtin_expect(w->failed_pending || w->oend != w->ohead, 0))
+		return hand_off_sort(w);
+	w->dscan = w->dend;
+	r = bpi_ring_reserve_burst(w->st->next, w->dend - w->dhead, &pos);
+	if (r <= 0) {
+		w->link_blocked = true;
+		return 0;
+	}
+	/* the jobs carry the next stage's mark (bp_worker_complete) */
+	bpi_ring_publish(w->st->next, pos, (void *const *)(w->done + w->dhead),
+			 (unsigned)r);
+	w->dhead += (unsigned)r;
+	w->link_blocked = w->dend > w->dhead;
+	if (!w->link_blocked)
+		w->dhead = w->dend = w->dscan = 0;
+	w->handed += (uint64_t)r;
+	bpi_stat_add(&w->st_handed, (uint64_t)r);
+	return (unsigned)r;
 }
 
 /*

@@ -11,8 +11,9 @@
  * right after start, the same after a burst of work (threads must go back
  * to sleep, not only start asleep), and an ordered one after a burst
  * (its workers wait for the sink's delivery credit first). Then workers
- * held back by a slow sink (full egress rings, or no ordered credit) must
- * wait asleep as well.
+ * held back by a slow sink (full egress rings, or no ordered credit), and a
+ * chain's first stage held back by a full link to a slow second stage,
+ * must wait asleep as well.
  *
  * Under TSAN the runtime's own background thread makes the number noisy:
  * skipped there (exit 77).
@@ -96,6 +97,18 @@ static int check(const char *what, int64_t used)
 
 static const struct bp_stage stage = {.name = "idle", .process = process};
 
+static atomic_int slow_stage; /* ms slow_process sleeps per batch */
+
+static void slow_process(void *state, struct bp_worker *w, struct bp_job **jobs,
+			 unsigned n)
+{
+	if (atomic_load(&slow_stage))
+		pt_sleep_ms(atomic_load(&slow_stage));
+	process(state, w, jobs, n);
+}
+
+static const struct bp_stage slow = {.name = "slow", .process = slow_process};
+
 /* Submit 256 jobs and wait (bounded) until the sink has them all. */
 static int burst(struct bp_pipeline *p, struct job *jobs)
 {
@@ -145,8 +158,10 @@ static struct bp_pipeline *start(bool ordered, unsigned workers)
  * workers must wait asleep too, not spin. Sleeping workers measure about
  * 20 ms of CPU per second here, spinning ones about 2000 (both cores); the
  * budget, 400 ms, sits between with room for a noisy host's accounting.
+ * chain: a chain of two stages whose second sleeps in its process (a link
+ * of 4), so that stage 0's workers are held back by a full link instead.
  */
-static int backpressure(bool ordered)
+static int backpressure(bool ordered, bool chain)
 {
 	enum { N = 2048 };
 	static struct job jobs[N];
@@ -164,6 +179,15 @@ static int backpressure(bool ordered)
 	cfg.egress_capacity = 4;
 	cfg.max_batch = 4;
 	cfg.max_inflight = 8;
+	struct bp_chain_stage stages[2] = {
+		{.stage = &stage, .workers = 2},
+		{.stage = &slow, .workers = 1, .capacity = 4},
+	};
+	if (chain) {
+		cfg.stage = NULL;
+		cfg.stages = stages;
+		cfg.n_stages = 2;
+	}
 	if ((rc = bp_pipeline_create(&cfg, &p)) != 0 ||
 	    (rc = bp_pipeline_start(p)) != 0) {
 		fprintf(stderr, "FAIL: pipeline: %s\n", bp_strerror(rc));
@@ -171,7 +195,7 @@ static int backpressure(bool ordered)
 	}
 	for (unsigned i = 0; i < N; i++)
 		ptrs[i] = &jobs[i].hdr;
-	atomic_store(&slow_sink, 10);
+	atomic_store(chain ? &slow_stage : &slow_sink, 10);
 	if (bp_pipeline_submit(p, ptrs, N, 0, -1) != N) {
 		fprintf(stderr, "FAIL: submit\n");
 		return 1;
@@ -199,10 +223,13 @@ static int backpressure(bool ordered)
 		}
 	used = win[2] * 5;
 	atomic_store(&slow_sink, 0);
+	atomic_store(&slow_stage, 0);
 	bp_pipeline_destroy(p); /* drains the rest quickly */
-	printf("%s, workers held back by a slow sink: %.2f ms CPU per second "
+	printf("%s, workers held back by %s: %.2f ms CPU per second "
 	       "(median of 5 windows; budget 400 ms)\n",
-	       ordered ? "ordered" : "unordered", used / 1e6);
+	       ordered ? "ordered" : "unordered",
+	       chain ? "a full link to a slow stage" : "a slow sink",
+	       used / 1e6);
 	if (used < 0 || used >= 400 * 1000000LL) {
 		fprintf(stderr, "FAIL: backpressure: %.2f ms of CPU in 1 s\n",
 			used / 1e6);
@@ -241,7 +268,8 @@ int main(void)
 	bad |= check("ordered, after a burst of work", idle_cpu_ns());
 	bp_pipeline_destroy(p);
 
-	bad |= backpressure(false);
-	bad |= backpressure(true);
+	bad |= backpressure(false, false);
+	bad |= backpressure(true, false);
+	bad |= backpressure(false, true);
 	return bad;
 }
