@@ -108,7 +108,8 @@ store_wide_avx2(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
 /* bit 0 of each slot (not ready once the tag is off) to its sign bit */
 __attribute__((target("avx2"))) static inline int not_ready(__m256i x)
 {
-	return _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 63)));
+	return _mm256_movemask_pd(
+		_mm256_castsi256_pd(_mm256_slli_epi64(x, 63)));
 }
 
 __attribute__((target("avx2"), noinline)) static unsigned

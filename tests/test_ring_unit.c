@@ -502,8 +502,8 @@ static void test_leaf_runs(void **state)
  */
 static void test_wide_runs(void **state)
 {
-	static const unsigned sizes[] = {11, 12, 15, 16, 17, 20, 23, 24,
-					 31, 32, 33, 40, 47, 48};
+	static const unsigned sizes[] = {11, 12, 15, 16, 17, 20, 23,
+					 24, 31, 32, 33, 40, 47, 48};
 	static const unsigned slots[] = {0, 1, 5, 16, 31, 40, 57, 63};
 	struct bp_ring *r = ring_new(RUN_MAX, mode_of(state));
 	uint64_t next = 0;
