@@ -168,7 +168,7 @@ struct bp_worker {
 	unsigned done_cap;
 	/*
 	 * A chain's worker before the last stage (worker.c's
-	 * hand_off_chain): done[dhead, dscan) are sorted, all going on to
+	 * hand_off_sort): done[dhead, dscan) are sorted, all going on to
 	 * the next stage; out[ohead, oend) go to the sink (failed). Both
 	 * count as pending.
 	 */
@@ -200,7 +200,7 @@ struct bp_worker {
 	/* a chain's hand-off left jobs for a full link (worker.c) */
 	bool link_blocked;
 	/* a chain: a job completed since the last hand-off is not ok, so
-	 * the hand-off sorts them (worker.c's hand_off_chain) */
+	 * the hand-off sorts them (worker.c's hand_off_sort) */
 	bool failed_pending;
 
 	pthread_t thread;

@@ -224,19 +224,23 @@ static void __attribute__((noinline, cold)) stream_unsorted(struct bp_worker *w)
 }
 
 /*
- * The fast path's loop: flip each word from mark_in to its completed
- * value (a load and a store) into out[]; return non-zero unless every word
- * was mark_in. That is tested on the words ORed and ANDed (all equal to
+ * The fast path's loop: flip each job's pipeline_word from mark_in to its
+ * completed value into out[]; return non-zero unless every word was
+ * mark_in. That is tested on the words ORed and ANDed (all equal to
  * mark_in exactly when both are: a bit set in any word is set in mark_in,
  * and a bit set in mark_in is set in every word), two operations a job
- * where XORing each with mark_in first took three. chain: the loads, the
- * ORs, the ANDs and the stores are of the 8-byte word of status and
- * pipeline_word (struct bpi_status_mark), so the same two operations also
- * OR the statuses into *any (BP_JOB_OK is 0: in the status half the OR
- * is every status ORed, the AND 0), for a chain's failure naming and
- * hand-off sort; the store writes each status back as it was. order: the
- * order check; *back is non-zero when it fails, and *next becomes the seq
- * after the last job's.
+ * where XORing each with mark_in first took three. The loads, the ORs and
+ * the ANDs are of the 8-byte word of status and pipeline_word (struct
+ * bpi_status_mark): the mark's half is the check, and (BP_JOB_OK is 0) in
+ * the status half the OR is every status ORed, the AND 0. chain: that OR
+ * goes to *any, for a chain's failure naming and hand-off sort; a
+ * one-stage pipeline leaves it. The store is pipeline_word ^= flip, one
+ * instruction on x86 beside the load, which the compiler cannot fold into
+ * the 8-byte one: a job costs six. It is of pipeline_word alone, never of
+ * status: a stage that completes a job twice, the second time after the
+ * next stage got it, must not write back a status that stage has set
+ * meanwhile. order: the order check; *back is non-zero when it fails, and
+ * *next becomes the seq after the last job's.
  */
 static inline __attribute__((always_inline)) uint32_t
 flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
@@ -245,10 +249,8 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
 {
 	/* from mark_in: no job (n == 0) passes, and mark_in changes neither */
 	const uint64_t in2 = bpi_status_mark_word(BP_JOB_OK, in);
-	const uint64_t flip2 = bpi_status_mark_word(0, flip);
-	uint64_t or2 = in2, and2 = in2;
-	uint32_t all_or = in, all_and = in;
-	uint64_t nx = 0, bk = 0;
+	uint64_t all_or = in2, all_and = in2, nx = 0, bk = 0;
+	struct bpi_status_mark d;
 
 	if (order && n) {
 		/* after the last call's; then each one after the one before */
@@ -259,23 +261,13 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
 #pragma GCC unroll 4
 	for (unsigned i = 0; i < n; i++) {
 		struct bp_job *j = jobs[i];
+		uint64_t v;
 
-		if (chain) {
-			char *w = (char *)j + offsetof(struct bp_job, status);
-			uint64_t v;
-
-			memcpy(&v, w, sizeof(v));
-			or2 |= v;
-			and2 &= v;
-			v ^= flip2;
-			memcpy(w, &v, sizeof(v));
-		} else {
-			uint32_t v = j->pipeline_word;
-
-			all_or |= v;
-			all_and &= v;
-			j->pipeline_word = v ^ flip;
-		}
+		memcpy(&v, (char *)j + offsetof(struct bp_job, status),
+		       sizeof(v));
+		all_or |= v;
+		all_and &= v;
+		j->pipeline_word ^= flip;
 		if (order)
 			bk |= j->seq ^ nx++;
 		out[i] = j;
@@ -284,16 +276,10 @@ flip_marks(struct bp_job **jobs, unsigned n, struct bp_job **out, uint32_t in,
 		*next = nx & SEQ_MASK;
 		*back = bk & SEQ_MASK;
 	}
-	if (chain) {
-		const uint64_t d = (or2 ^ in2) | (and2 ^ in2);
-		struct bpi_status_mark dm;
-
-		memcpy(&dm, &d, sizeof(dm));
-		*any = (uint32_t)dm.status;
-		return dm.pipeline_word;
-	}
-	*any = 0;
-	return (all_or ^ in) | (all_and ^ in);
+	all_or = (all_or ^ in2) | (all_and ^ in2);
+	memcpy(&d, &all_or, sizeof(d));
+	*any = chain ? (uint32_t)d.status : 0;
+	return d.pipeline_word;
 }
 
 /* A chain's completion with a job not ok among them (cold). */
