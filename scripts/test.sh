@@ -1,9 +1,9 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, builds, runs every test,
 # then the unit, concurrency and RDMA tests under ThreadSanitizer (the unit
-# tests start threads too: misuse, producers, hooks) and the unit and RDMA
-# tests under AddressSanitizer + UBSan. Ends with "N passed, N failed, N skipped" and
-# exits non-zero on any failure.
+# tests start threads too: misuse, producers, hooks) and the unit, stress,
+# example and RDMA tests under AddressSanitizer + UBSan. Ends with
+# "N passed, N failed, N skipped" and exits non-zero on any failure.
 #   scripts/test.sh            everything
 #   scripts/test.sh --fast     the plain build only (no sanitizers)
 set -u
@@ -40,7 +40,7 @@ if [ $fast -eq 0 ]; then
 		"--suite unit --suite stress --suite block --suite rdma --timeout-multiplier 4"
 	run_suite asan build-asan \
 		"-Dwerror=true -Drdma=enabled -Db_sanitize=address,undefined -Dc_args=-fno-sanitize-recover=undefined -Db_lundef=false -Dallocator=libc -Dbench=false" \
-		"--suite unit --suite example --suite rdma"
+		"--suite unit --suite stress --suite example --suite rdma"
 fi
 
 # shellcheck disable=SC2086
