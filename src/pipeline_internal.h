@@ -44,9 +44,9 @@
 
 /*
  * bp_job.status and pipeline_word side by side (job.h): one 8-byte word
- * that submit stamps with one store and a chain's completion checks with
- * one load (worker.c's flip_marks). Built through this struct, a word's
- * halves are the fields on either byte order.
+ * that submit stamps with one store and a completion checks with one load
+ * (worker.c's flip_marks; it writes pipeline_word alone). Built through
+ * this struct, a word's halves are the fields on either byte order.
  */
 struct bpi_status_mark {
 	int32_t status;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ring's slot runs, four slots a step: SSE2, AVX2 where the CPU has it
- * (chosen once, bpi_slots_init), or one atomic access at a time. Out of
- * line: inlined, their registers would burden the one-item path every call
- * takes. src/ring_slots.h says why GCC builtins.
+ * (sixteen a step, then four; chosen once, bpi_slots_init), or one atomic
+ * access at a time. Out of line: inlined, their registers would burden the
+ * one-item path every call takes. src/ring_slots.h says why GCC builtins.
  */
 #include <stdint.h>
 
@@ -70,14 +70,6 @@ bpi_scan_wide_base(const uintptr_t *s, void **out, unsigned k, uintptr_t tag)
  */
 #include <immintrin.h>
 
-/*
- * Sixteen slots a step, then four: with a size_t index each step is its
- * loads, stores and one add and compare. With an unsigned index GCC spent
- * two moves and two lea a step, and eight slots a step took twice the
- * loop's rounds: a scan and a store cost 82 and 70 instructions a call
- * in `bpbench pipeline --stages 2` at B=32 under callgrind, 52 and 54
- * now.
- */
 /* four slots: the items with the tag ORed in */
 __attribute__((target("avx2"))) static inline void
 store4_avx2(uintptr_t *dst, void *const *src, __m256i t)
@@ -87,6 +79,14 @@ store4_avx2(uintptr_t *dst, void *const *src, __m256i t)
 		_mm256_or_si256(_mm256_loadu_si256((const __m256i *)src), t));
 }
 
+/*
+ * Sixteen slots a step, then four: with a size_t index each step is its
+ * loads, stores and one add and compare. With an unsigned index GCC spent
+ * two moves and two lea a step, and eight slots a step took twice the
+ * loop's rounds: a scan and a store cost 82 and 70 instructions a call
+ * in `bpbench pipeline --stages 2` at B=32 under callgrind, 52 and 54
+ * now.
+ */
 __attribute__((target("avx2"), noinline)) static unsigned
 store_wide_avx2(uintptr_t *dst, void *const *src, unsigned k, uintptr_t tag)
 {
