@@ -11,11 +11,16 @@ prov=$3
 mode=${4:-verify}
 dir=$(mktemp -d) || exit 1
 pid=
+run=
 cleanup() {
+	[ -n "$run" ] && kill -9 "$run" 2>/dev/null
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# a signal (meson's timeout sends TERM) exits, so the EXIT trap stops the
+# target too: without it the shell dies and bp-target stays behind
+trap 'exit 1' HUP INT TERM
 fail() {
 	echo "check_chain_rdma ($prov, $mode): FAIL: $*" >&2
 	cat "$dir/tgt.out" >&2
@@ -59,6 +64,7 @@ wait "$pid" 2>/dev/null
 pid=
 wait "$run"
 rc=$?
+run=
 echo "chain_rdma: $(cat "$dir/out")"
 [ $rc -eq 0 ] || fail "chain_rdma exited $rc: $(cat "$dir/out" "$dir/err")"
 grep -q "every block accounted, the first failure" "$dir/out" ||
