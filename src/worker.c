@@ -490,6 +490,29 @@ static bool goes_on(const struct bpi_stage *st, const struct bp_job *j)
 	       (st->next_takes_failed && j->status != BP_JOB_CANCELLED);
 }
 
+/*
+ * Publish done[dhead, dend) (not empty) to the link, as much as it takes;
+ * returns how many went. What a full link leaves waits for the next pass
+ * (link_blocked). The jobs carry the next stage's mark already
+ * (bp_worker_complete).
+ */
+static inline unsigned link_publish(struct bp_worker *w)
+{
+	uint64_t pos;
+	int r = bpi_ring_reserve_burst(w->st->next, w->dend - w->dhead, &pos);
+
+	if (r > 0) {
+		bpi_ring_publish(w->st->next, pos,
+				 (void *const *)(w->done + w->dhead),
+				 (unsigned)r);
+		w->dhead += (unsigned)r;
+		if (w->dhead == w->dend)
+			w->dhead = w->dend = w->dscan = 0;
+	}
+	w->link_blocked = w->dend > w->dhead;
+	return r > 0 ? (unsigned)r : 0;
+}
+
 static unsigned __attribute__((noinline)) hand_off_sort(struct bp_worker *w)
 {
 	const struct bpi_stage *st = w->st;
@@ -518,18 +541,10 @@ static unsigned __attribute__((noinline)) hand_off_sort(struct bp_worker *w)
 		w->out[w->oend++] = j;
 	}
 	w->dend = w->dscan = k;
-	if (w->dend > w->dhead &&
-	    (r = bpi_ring_reserve_burst(st->next, w->dend - w->dhead, &pos)) >
-		    0) {
-		on = (unsigned)r;
-		/* the jobs carry the next stage's mark (bp_worker_complete) */
-		bpi_ring_publish(st->next, pos,
-				 (void *const *)(w->done + w->dhead), on);
-		w->dhead += on;
-		if (w->dhead == w->dend)
-			w->dhead = w->dend = w->dscan = 0;
-	}
-	w->link_blocked = w->dend > w->dhead;
+	if (w->dend > w->dhead)
+		on = link_publish(w);
+	else
+		w->link_blocked = false;
 	if (w->oend > w->ohead &&
 	    (r = bpi_ring_reserve_burst(w->egress, w->oend - w->ohead,
 					&pos)) > 0) {
@@ -554,27 +569,15 @@ static unsigned __attribute__((noinline)) hand_off_sort(struct bp_worker *w)
  */
 static unsigned hand_off_chain(struct bp_worker *w)
 {
-	uint64_t pos;
-	int r;
+	unsigned on;
 
 	if (__builtin_expect(w->failed_pending || w->oend != w->ohead, 0))
 		return hand_off_sort(w);
 	w->dscan = w->dend;
-	r = bpi_ring_reserve_burst(w->st->next, w->dend - w->dhead, &pos);
-	if (r <= 0) {
-		w->link_blocked = true;
-		return 0;
-	}
-	/* the jobs carry the next stage's mark (bp_worker_complete) */
-	bpi_ring_publish(w->st->next, pos, (void *const *)(w->done + w->dhead),
-			 (unsigned)r);
-	w->dhead += (unsigned)r;
-	w->link_blocked = w->dend > w->dhead;
-	if (!w->link_blocked)
-		w->dhead = w->dend = w->dscan = 0;
-	w->handed += (uint64_t)r;
-	bpi_stat_add(&w->st_handed, (uint64_t)r);
-	return (unsigned)r;
+	on = link_publish(w);
+	w->handed += on;
+	bpi_stat_add(&w->st_handed, on);
+	return on;
 }
 
 /*
