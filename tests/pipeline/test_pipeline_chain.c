@@ -1076,11 +1076,13 @@ static void rs0_poll(void *state, struct bp_worker *w)
 		rs_phase = 1;
 		return;
 	}
+	/* acquire: pairs with stage 1's release of rs_stop after its writes */
 	while (!atomic_load_explicit(&rs_stop, memory_order_acquire)) {
 		if (bp_worker_complete(w, &rs_held[0], 1) != 0)
 			pt_fail("repeat/status: a repeat accepted");
 		rs_repeats++;
 	}
+	/* release: the last repeat before it; pairs with stage 1's acquire */
 	atomic_store_explicit(&rs_ack, 1, memory_order_release);
 	if (bp_worker_complete(w, &rs_held[1], 1) != 1)
 		pt_fail("repeat/status: the second job refused");
@@ -1105,6 +1107,8 @@ static void rs1_process(void *state, struct bp_worker *w, struct bp_job **jobs,
 			if (*st != v)
 				rs_lost++;
 		}
+		/* release/acquire: pair with stage 0's loop and its rs_ack;
+		 * the last status below comes after its last repeat */
 		atomic_store_explicit(&rs_stop, 1, memory_order_release);
 		while (!atomic_load_explicit(&rs_ack, memory_order_acquire))
 			rs_relax();
