@@ -21,8 +21,9 @@
  * issue a full fence, the plain Dekker solution, so each wake check costs
  * the waker a fence and a sleep costs no membarrier, which would interrupt
  * every CPU running this process. So does every queue where membarrier is
- * not available (bpi_waitq_need_fence). docs/wakeup.md says which queue
- * pays which way.
+ * not available (bpi_waitq_need_fence): bpi_waitq_init sets waker_fences
+ * there, so the wakers read one word of the queue. docs/wakeup.md says
+ * which queue pays which way.
  *
  * The futex word is `seq`. A sleeper arms it (sets bit 0) and reads its key
  * in one atomic step, then re-checks, then sleeps only while the word still
@@ -120,12 +121,17 @@ void bpi_waitq_init(struct bpi_waitq *q)
 {
 	__atomic_store_n(&q->seq, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->sleepers, 0, __ATOMIC_RELAXED);
-	q->waker_fences = 0;
 	q->wake_one = 0;
 	__atomic_store_n(&q->fd_sleepers, 0, __ATOMIC_RELAXED);
 	q->efd1 = 0;
 	q->efd_borrowed = 0;
+	/*
+	 * Settle the fence mode first: without membarrier every queue is a
+	 * waker-fences queue, so the wakers' check reads q alone. Final once
+	 * the pthread_once in bpi_wait_global_init returned.
+	 */
 	bpi_wait_global_init();
+	q->waker_fences = (uint32_t)bpi_waitq_fence_needed();
 }
 
 int bpi_waitq_fd(struct bpi_waitq *q)
@@ -257,10 +263,9 @@ static void wake(struct bpi_waitq *q, int n, bool always)
 {
 	uint32_t s;
 
-	/* order the caller's publication before the load, as the fast path;
-	 * relaxed: see bpi_waitq_has_sleepers */
-	if (__atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED) ||
-	    q->waker_fences)
+	/* order the caller's publication before the load, as the fast path
+	 * (bpi_waitq_has_sleepers) */
+	if (q->waker_fences)
 		bpi_full_fence();
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -15,8 +15,9 @@
 #include <batchpipe/wait.h> /* BP_TSAN */
 
 /*
- * Zero-initialised memory is a valid, empty eventcount. seq and sleepers
- * are only ever accessed atomically.
+ * An eventcount is shared only after bpi_waitq_init(), which settles its
+ * fence mode (waker_fences). seq and sleepers are only ever accessed
+ * atomically.
  */
 struct bpi_waitq {
 	/*
@@ -33,7 +34,9 @@ struct bpi_waitq {
 	 * 0 (default): sleepers pay for the ordering with membarrier(2),
 	 * wakers only a compiler barrier. 1: wakers issue a full fence, and
 	 * sleepers a fence too, for queues whose threads sleep and wake often
-	 * (bpi_waitq_set_waker_fences()).
+	 * (bpi_waitq_set_waker_fences()), and for every queue of a process
+	 * without membarrier (bpi_waitq_init() sets it then): the wakers'
+	 * check reads this one word.
 	 */
 	uint32_t waker_fences;
 	/*
@@ -187,12 +190,8 @@ static inline void bpi_full_fence(void)
  */
 static inline int bpi_waitq_has_sleepers(struct bpi_waitq *q)
 {
-	/*
-	 * relaxed: need_fence only goes 1 -> 0 and a stale 1 costs a fence
-	 * no longer needed; waker_fences is plain, set before q is shared.
-	 */
-	if (__atomic_load_n(&bpi_waitq_need_fence, __ATOMIC_RELAXED) ||
-	    q->waker_fences)
+	/* waker_fences is plain, settled before q is shared (init) */
+	if (q->waker_fences)
 		bpi_full_fence(); /* Dekker with prepare() */
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler only */
