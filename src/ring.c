@@ -515,7 +515,9 @@ static BP_ALWAYS_INLINE int enqueue_fast(struct bp_ring *r, void *const *items,
 	room = (int64_t)cap - ((int64_t)(ph - ch) >> 1);
 	pos = ph >> 1;
 	idx = (unsigned)(pos & r->mask);
-	if (unlikely((ph & CLOSED) || room < (int64_t)n || idx + n > cap))
+	/* one item always fits before the array's end (idx <= mask) */
+	if (unlikely((ph & CLOSED) || room < (int64_t)n ||
+		     (n > 1 && idx + n > cap)))
 		return enqueue_slow(r, items, n, bulk, freep);
 	if (wide)
 		bad = bad_items(items, n);
@@ -779,7 +781,8 @@ static BP_ALWAYS_INLINE int dequeue_fast(struct bp_ring *r, void **items,
 	ch = atomic_load_explicit(&r->cons_head, memory_order_acquire);
 	pos = ch >> 1;
 	idx = (unsigned)(pos & r->mask);
-	if (unlikely(idx + n > r->capacity))
+	/* one item always fits before the array's end (idx <= mask) */
+	if (unlikely(n > 1 && idx + n > r->capacity))
 		return dequeue_slow(r, items, n, bulk, availp, wake);
 	tag = lap_tag(r, pos);
 	src = &r->slots[idx];

@@ -193,8 +193,8 @@ static inline int bpi_waitq_has_sleepers(struct bpi_waitq *q)
 	/* waker_fences is plain, settled before q is shared (init) */
 	if (q->waker_fences)
 		bpi_full_fence(); /* Dekker with prepare() */
-	else
-		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler only */
+	/* compiler only (after a fence, redundant: one path, no jump) */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* relaxed: ordered by the fence or by the sleeper's membarrier */
 	return __atomic_load_n(&q->sleepers, __ATOMIC_RELAXED) != 0;
 }
